@@ -1,0 +1,124 @@
+"""Events to and from plain msgpack-able lists, for replay files.
+
+Each event becomes ``[tag, field0, field1, ...]`` in the dataclass's field order; nested claims,
+enums and vectors are converted by per-class rules derived once from the type hints, so adding a
+field to an event extends the format without hand-written code. Tags are part of the replay format:
+never reuse or renumber one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from anticheat.events import (
+    AimSample,
+    ConnectionSample,
+    Detection,
+    FireEvidence,
+    KillEvent,
+    MovementEvidence,
+    ShotClaim,
+    ShotResult,
+    SpawnEvent,
+)
+
+EVENT_TAGS: dict[type, int] = {
+    ShotResult: 1,
+    KillEvent: 2,
+    AimSample: 3,
+    MovementEvidence: 4,
+    FireEvidence: 5,
+    ConnectionSample: 6,
+    SpawnEvent: 7,
+    Detection: 8,
+}
+TAG_EVENTS: dict[int, type] = {tag: cls for cls, tag in EVENT_TAGS.items()}
+
+
+class CodecError(ValueError):
+    """A record in a replay could not be turned back into an event."""
+
+
+Conv = Callable[[Any], Any]
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _optional(conv: Conv) -> Conv:
+    return lambda value: None if value is None else conv(value)
+
+
+def _converters(hint: Any) -> tuple[Conv, Conv]:
+    """(to_wire, from_wire) for one annotated field type."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(args) == 1:
+            enc, dec = _converters(args[0])
+            return _optional(enc), _optional(dec)
+        return _identity, _identity
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return (lambda v: v.value), hint
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        enc, dec = _class_codec(hint)
+        return enc, dec
+    if origin is tuple:
+        return list, tuple
+    if origin is Mapping or origin is dict or hint is Mapping:
+        return dict, dict
+    return _identity, _identity
+
+
+_CACHE: dict[type, tuple[Conv, Conv]] = {}
+
+
+def _class_codec(cls: type) -> tuple[Conv, Conv]:
+    """Encoder/decoder of one dataclass as a list of its converted fields (cached)."""
+    cached = _CACHE.get(cls)
+    if cached is not None:
+        return cached
+    hints = typing.get_type_hints(cls)
+    fields = [f for f in dataclasses.fields(cls) if f.init]
+    names = [f.name for f in fields]
+    encs, decs = zip(*(_converters(hints[f.name]) for f in fields), strict=True)
+    plain = [e is _identity for e in encs]
+
+    def encode(obj: Any) -> list[Any]:
+        return [getattr(obj, n) if p else e(getattr(obj, n)) for n, e, p in zip(names, encs, plain, strict=True)]
+
+    def decode(values: list[Any]) -> Any:
+        if len(values) > len(decs):
+            raise CodecError(f"{cls.__name__}: {len(values)} fields, expected at most {len(decs)}")
+        # Older recordings may lack trailing fields added later; their defaults apply.
+        return cls(*[d(v) if v is not None else None for d, v in zip(decs, values, strict=False)])
+
+    _CACHE[cls] = (encode, decode)
+    return encode, decode
+
+
+def encode_event(event: Any) -> list[Any]:
+    """``[tag, *fields]`` for a detector event (see EVENT_TAGS)."""
+    tag = EVENT_TAGS.get(type(event))
+    if tag is None:
+        raise TypeError(f"not a recordable event: {type(event).__name__}")
+    return [tag, *_class_codec(type(event))[0](event)]
+
+
+def decode_event(record: list[Any]) -> Any:
+    """The event encoded by :func:`encode_event`; raises CodecError on a malformed record."""
+    if not isinstance(record, (list, tuple)) or not record:
+        raise CodecError("event record must be a non-empty list")
+    cls = TAG_EVENTS.get(record[0])
+    if cls is None:
+        raise CodecError(f"unknown event tag {record[0]!r}")
+    try:
+        return _class_codec(cls)[1](list(record[1:]))
+    except (TypeError, ValueError) as exc:
+        raise CodecError(f"bad {cls.__name__} record: {exc}") from exc

@@ -1,0 +1,143 @@
+"""Typed events the detectors consume, and the Detection they emit.
+
+The server produces these inline; a replay file holds the same events framed, so the same
+detector code runs live and offline (DESIGN principle 3). Shots and movement evidence are defined
+by the layers that produce them and re-exported here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from lagcomp.shot import RewindDecision, ShotClaim, ShotResult
+from physics.buttons import Buttons
+from physics.evidence import FireEvidence, FireKind, MovementEvidence, MovementKind
+
+__all__ = [
+    "AimSample",
+    "Buttons",
+    "ConnectionSample",
+    "Detection",
+    "Event",
+    "FireEvidence",
+    "FireKind",
+    "KillEvent",
+    "MovementEvidence",
+    "MovementKind",
+    "RewindDecision",
+    "ShotClaim",
+    "ShotResult",
+    "SpawnEvent",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class AimSample:
+    """One applied input command of one player, with the server's view of what it aimed at.
+
+    Attributes:
+        player, tick, time_s (server time the command was applied, s), seq (command sequence).
+        yaw_deg, pitch_deg: view angles of the command (deg).
+        recoil_pitch_deg, recoil_yaw_deg: the recoil component the client reported (deg); honest
+            clients report the kick they are under, no-recoil cheats report zero.
+        server_punch_pitch_deg, server_punch_yaw_deg: the kick the server simulated (deg).
+        buttons: Buttons bitmask; weapon: held weapon id; weapon_switch: weapon id requested (0 none).
+        stance: 0 standing / 1 crouching; on_ground; speed_m_s: horizontal speed after the move.
+        target: nearest visible enemy by angle (slot) or None; target_angle_deg: angle between the
+            view and that enemy's chest (deg); target_distance_m.
+    """
+
+    player: int
+    tick: int
+    time_s: float
+    seq: int
+    yaw_deg: float
+    pitch_deg: float
+    recoil_pitch_deg: float
+    recoil_yaw_deg: float
+    server_punch_pitch_deg: float
+    server_punch_yaw_deg: float
+    buttons: int
+    weapon: int
+    weapon_switch: int
+    stance: int
+    on_ground: bool
+    speed_m_s: float
+    target: int | None
+    target_angle_deg: float
+    target_distance_m: float
+
+
+@dataclass(frozen=True, slots=True)
+class KillEvent:
+    """A player's health reached zero from a shot.
+
+    Attributes: killer, victim, tick, time_s (s), weapon, bone (the killing hit), distance_m,
+        killer_stance, headshot.
+    """
+
+    killer: int
+    victim: int
+    tick: int
+    time_s: float
+    weapon: int
+    bone: int
+    distance_m: float
+    killer_stance: int
+    headshot: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SpawnEvent:
+    """A player (re)spawned: per-life state of detectors can reset."""
+
+    player: int
+    tick: int
+    time_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionSample:
+    """Connection quality of one player as measured by the server.
+
+    Attributes: player, time_s, rtt_ms (smoothed round trip), jitter_ms, loss (0..1 fraction of
+        packets lost), since_update_s (time since the last packet: paused / AFK), exempt (a bot or a
+        player exempted by configuration).
+    """
+
+    player: int
+    time_s: float
+    rtt_ms: float
+    jitter_ms: float
+    loss: float
+    since_update_s: float
+    exempt: bool = False
+
+
+Event = ShotResult | KillEvent | AimSample | MovementEvidence | FireEvidence | ConnectionSample | SpawnEvent
+
+
+@dataclass(frozen=True, slots=True)
+class Detection:
+    """A detector's finding about one player.
+
+    Attributes:
+        player, tick, time_s (s): who and when.
+        detector: detector name (``bustaim``, ``cbug``, ``iw4m``, ``aimstats``, ``aimdetect``,
+            ``fire``, ``movement``). kind: what it found (``random_aim``, ``Strain``, ``speed``...).
+        value: the measured value that crossed the threshold (unit depends on kind).
+        severity: 0..1, how strongly this alone suggests cheating (the sanction policy weighs it).
+        reason: human-readable reason, e.g. IW4MAdmin's ``Strain-1.39@136``.
+        evidence: the figures behind it (numbers and strings only, so it serialises).
+    """
+
+    player: int
+    tick: int
+    time_s: float
+    detector: str
+    kind: str
+    value: float
+    severity: float
+    reason: str
+    evidence: Mapping[str, float | int | str] = field(default_factory=dict)
