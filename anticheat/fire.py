@@ -1,0 +1,325 @@
+"""Fire-timing, shot-geometry and backtrack checks on registered shots (REFERENCES 2, 6, 7).
+
+Kinds (detector ``fire``):
+
+- ``auto_c``: consecutive accepted shots of one weapon faster than Nex-AC's crouch-cancel limits
+  (pistol/"deagle" 240 ms, shotgun 480 ms, rifle and sniper 380 ms). Our crouch-cancel intervals
+  (world/weapons.py) sit below them on purpose: only a scripted, perfectly timed cancel gets there.
+- ``rapid_fire``: an interval under 40 ms for a non-automatic weapon (Nex-AC: 30-50 ms), under the
+  fire interval for an automatic one; or repeated TOO_SOON refusals from weapon mechanics.
+- ``silent_aim_geometry``: the claimed hit point is (0, 0, 0) or equals the shot origin within
+  1 cm (Nex-AC): a forged bullet, not one that flew.
+- ``afk_ghost``: the claimed origin is >= 15 m from the shooter's authoritative eye (Nex-AC), or,
+  for protocols that do not send an origin, the claimed hit point is farther from the real eye
+  than the weapon reaches plus 15 m: either way the client shoots from where it is not.
+- ``backtrack``: claimed view times older than the measured latency allows, consistently.
+
+Timing. ShotResult carries only server times (no client clock or command time), so an interval
+is measured on ``time_s`` and distorted by the network: jitter can squeeze two shots closer and
+tick quantisation can shave up to a tick. Every interval is therefore judged as
+``measured + tick_allowance_s + jitter_factor * jitter`` (jitter from the SkipBook's latest
+connection sample), and a detection needs the pattern repeatedly (``*_count`` in ``*_window_s``).
+Only pellet 0 of a shot is timed, and only between shots of the same weapon.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import Counter, deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from anticheat.detector import NO_DETECTIONS, Detector
+from anticheat.events import Detection, FireEvidence, FireKind, RewindDecision, ShotResult, SpawnEvent
+from anticheat.skip import SkipBook
+from world.weapons import WeaponId, weapon
+
+log = logging.getLogger(__name__)
+
+__all__ = ["FireConfig", "FireDetector"]
+
+Vec3 = tuple[float, float, float]
+
+
+@dataclass(frozen=True, slots=True)
+class FireConfig:
+    """Fire/geometry/backtrack tolerances (Nex-AC defaults in seconds and meters).
+
+    Every field is a scalar so that an operator's TOML file can override any of them.
+
+    Attributes:
+        auto_c_pistol_s, auto_c_shotgun_s, auto_c_rifle_s, auto_c_sniper_s: the shortest human
+            crouch-cancel interval per weapon (Nex-AC: deagle 240 ms, shotgun 480 ms, rifle and
+            sniper 380 ms); other weapons have no crouch-cancel.
+        rapid_fire_interval_s: any interval below this is rapid fire for a non-automatic weapon
+            (40 ms, the middle of Nex-AC's 30-50 ms).
+        tick_allowance_s: added to every measured interval for tick quantisation (one 64 Hz tick).
+        jitter_factor: ... plus this many times the shooter's measured jitter.
+        auto_c_count, auto_c_window_s: auto-C intervals needed within the window (3 in 10 s).
+        rapid_fire_count, rapid_fire_window_s: rapid intervals needed (3 in 10 s).
+        too_soon_count, too_soon_window_s: TOO_SOON refusals needed (5 in 10 s): a refusal can be
+            an honest double-click whose packets arrived squeezed, a stream of them cannot.
+        geometry_tolerance_m: "equals the origin" within this distance (1 cm, Nex-AC).
+        silent_aim_count, silent_aim_window_s: forged geometries needed (2 in 30 s; a single
+            (0,0,0) could be a client bug).
+        ghost_distance_m: claimed origin this far from the authoritative eye (15 m, Nex-AC).
+        ghost_range_margin_m: claimed hit point beyond weapon range plus this (15 m).
+        ghost_count, ghost_window_s: ghost shots needed (2 in 30 s).
+        interp_s: the client's interpolation delay assumed for expected view-time age (100 ms,
+            Source's default cl_interp).
+        stale_margin_s: a claim older than rtt/2 + interp + allowances by more than this is stale.
+        backtrack_ring, backtrack_min: of the last ``backtrack_ring`` shots with a claimed view
+            time, at least ``backtrack_min`` must be stale ("consistently": 12 of 20).
+        cooldown_s: at most one Detection per player and kind per this many seconds.
+        *_severity: severity of each kind's Detection.
+    """
+
+    auto_c_pistol_s: float = 0.240
+    auto_c_shotgun_s: float = 0.480
+    auto_c_rifle_s: float = 0.380
+    auto_c_sniper_s: float = 0.380
+    rapid_fire_interval_s: float = 0.040
+    tick_allowance_s: float = 1.0 / 64.0
+    jitter_factor: float = 2.0
+    auto_c_count: int = 3
+    auto_c_window_s: float = 10.0
+    rapid_fire_count: int = 3
+    rapid_fire_window_s: float = 10.0
+    too_soon_count: int = 5
+    too_soon_window_s: float = 10.0
+    geometry_tolerance_m: float = 0.01
+    silent_aim_count: int = 2
+    silent_aim_window_s: float = 30.0
+    ghost_distance_m: float = 15.0
+    ghost_range_margin_m: float = 15.0
+    ghost_count: int = 2
+    ghost_window_s: float = 30.0
+    interp_s: float = 0.100
+    stale_margin_s: float = 0.100
+    backtrack_ring: int = 20
+    backtrack_min: int = 12
+    cooldown_s: float = 10.0
+    auto_c_severity: float = 0.6
+    rapid_fire_severity: float = 0.7
+    silent_aim_geometry_severity: float = 0.9
+    afk_ghost_severity: float = 0.8
+    backtrack_severity: float = 0.6
+
+    def __post_init__(self) -> None:
+        if min(self.auto_c_count, self.rapid_fire_count, self.too_soon_count, self.silent_aim_count,
+               self.ghost_count, self.backtrack_min) < 1 or self.backtrack_min > self.backtrack_ring:
+            raise ValueError("counts must be >= 1 and backtrack_min <= backtrack_ring")
+
+    def auto_c_limit_s(self, weapon_id: int) -> float | None:
+        """The auto-C interval limit of ``weapon_id``, or None when it has no crouch-cancel."""
+        return {
+            int(WeaponId.PISTOL): self.auto_c_pistol_s,
+            int(WeaponId.SHOTGUN): self.auto_c_shotgun_s,
+            int(WeaponId.RIFLE): self.auto_c_rifle_s,
+            int(WeaponId.SNIPER): self.auto_c_sniper_s,
+        }.get(weapon_id)
+
+    def severity(self, kind: str) -> float:
+        """Severity of a Detection of ``kind``."""
+        return float(getattr(self, f"{kind}_severity", 0.5))
+
+
+class _Burst:
+    """Whether ``count`` events fell within ``window_s``: a ring of the last ``count`` times."""
+
+    __slots__ = ("times", "window_s")
+
+    def __init__(self, count: int, window_s: float) -> None:
+        self.times: deque[float] = deque(maxlen=max(count, 1))
+        self.window_s = window_s
+
+    def add(self, time_s: float) -> bool:
+        self.times.append(time_s)
+        return len(self.times) == self.times.maxlen and self.times[-1] - self.times[0] <= self.window_s
+
+
+def _dist(a: Vec3, b: Vec3) -> float:
+    return math.dist(a, b)
+
+
+class _PlayerFire:
+    __slots__ = ("last_weapon", "last_time_s", "bursts", "stale", "last_emit")
+
+    def __init__(self) -> None:
+        self.last_weapon: int | None = None
+        self.last_time_s = -math.inf
+        self.bursts: dict[str, _Burst] = {}
+        self.stale: deque[bool] = deque()
+        self.last_emit: dict[str, float] = {}
+
+
+class FireDetector(Detector):
+    """Inline fire-rate, shot-geometry and backtrack checks."""
+
+    name = "fire"
+
+    def __init__(self, config: FireConfig | None = None) -> None:
+        self.config = config or FireConfig()
+        self._players: dict[int, _PlayerFire] = {}
+        self.skipped: Counter[str] = Counter()
+
+    def skip_counts(self) -> Mapping[str, int]:
+        """Shots and refusals not judged, per skip reason."""
+        return dict(self.skipped)
+
+    def _state(self, player: int) -> _PlayerFire:
+        st = self._players.get(player)
+        if st is None:
+            cfg = self.config
+            st = _PlayerFire()
+            st.bursts = {
+                "auto_c": _Burst(cfg.auto_c_count, cfg.auto_c_window_s),
+                "rapid_fire": _Burst(cfg.rapid_fire_count, cfg.rapid_fire_window_s),
+                "too_soon": _Burst(cfg.too_soon_count, cfg.too_soon_window_s),
+                "silent_aim_geometry": _Burst(cfg.silent_aim_count, cfg.silent_aim_window_s),
+                "afk_ghost": _Burst(cfg.ghost_count, cfg.ghost_window_s),
+            }
+            st.stale = deque(maxlen=cfg.backtrack_ring)
+            self._players[player] = st
+        return st
+
+    def reset_player(self, player: int) -> None:
+        self._players.pop(player, None)
+
+    def on_spawn(self, spawn: SpawnEvent, skip: SkipBook) -> Sequence[Detection]:
+        st = self._players.get(spawn.player)
+        if st is not None:
+            # A new life starts with a fresh weapon state: no interval spans a death.
+            st.last_weapon = None
+            st.last_time_s = -math.inf
+        return NO_DETECTIONS
+
+    def _allowance_s(self, player: int, skip: SkipBook) -> tuple[float, float | None]:
+        """(interval allowance, rtt in s or None) from the latest connection sample."""
+        conn = skip.connection(player)
+        jitter = conn.jitter_ms / 1000.0 if conn is not None else 0.0
+        rtt = conn.rtt_ms / 1000.0 if conn is not None else None
+        return self.config.tick_allowance_s + self.config.jitter_factor * max(jitter, 0.0), rtt
+
+    def _emit(self, st: _PlayerFire, player: int, tick: int, time_s: float, kind: str, value: float,
+              reason: str, evidence: dict[str, float | int | str]) -> list[Detection]:
+        if time_s - st.last_emit.get(kind, -math.inf) < self.config.cooldown_s:
+            return []
+        st.last_emit[kind] = time_s
+        log.info("fire: player %d %s (%s)", player, kind, reason)
+        return [Detection(player=player, tick=tick, time_s=time_s, detector=self.name, kind=kind, value=value,
+                          severity=self.config.severity(kind), reason=reason, evidence=evidence)]
+
+    def on_shot(self, shot: ShotResult, skip: SkipBook) -> Sequence[Detection]:
+        if shot.pellet != 0:
+            return NO_DETECTIONS
+        st = self._state(shot.shooter)
+        reason = skip.shot_reason(shot.shooter, None, shot.weapon)
+        if reason is not None:
+            self.skipped[reason.value] += 1
+            # Break the timing chain: no interval that spans a skipped period is judged.
+            st.last_weapon = None
+            return NO_DETECTIONS
+        allowance, rtt = self._allowance_s(shot.shooter, skip)
+        out: list[Detection] = []
+        out += self._timing(st, shot, allowance)
+        out += self._geometry(st, shot)
+        out += self._backtrack(st, shot, allowance, rtt)
+        return out
+
+    def _timing(self, st: _PlayerFire, shot: ShotResult, allowance: float) -> list[Detection]:
+        cfg = self.config
+        prev_weapon, prev_time = st.last_weapon, st.last_time_s
+        st.last_weapon, st.last_time_s = shot.weapon, shot.time_s
+        if prev_weapon != shot.weapon:
+            return []
+        measured = shot.time_s - prev_time
+        judged = measured + allowance
+        try:
+            spec = weapon(shot.weapon)
+        except KeyError:
+            self.skipped["unknown_weapon"] += 1
+            return []
+        out: list[Detection] = []
+        rapid_limit = spec.fire_interval_s if spec.automatic else cfg.rapid_fire_interval_s
+        if judged < rapid_limit and st.bursts["rapid_fire"].add(shot.time_s):
+            out += self._emit(st, shot.shooter, shot.tick, shot.time_s, "rapid_fire", measured,
+                              f"RapidFire-{measured * 1000:.0f}ms@{spec.name}",
+                              {"interval_s": measured, "judged_s": judged, "limit_s": rapid_limit,
+                               "weapon": shot.weapon, "source": "interval", "count": cfg.rapid_fire_count})
+        limit = cfg.auto_c_limit_s(shot.weapon)
+        if limit is not None and rapid_limit <= judged < limit and st.bursts["auto_c"].add(shot.time_s):
+            out += self._emit(st, shot.shooter, shot.tick, shot.time_s, "auto_c", measured,
+                              f"AutoC-{measured * 1000:.0f}ms@{spec.name}",
+                              {"interval_s": measured, "judged_s": judged, "limit_s": limit,
+                               "weapon": shot.weapon, "count": cfg.auto_c_count})
+        return out
+
+    def _geometry(self, st: _PlayerFire, shot: ShotResult) -> list[Detection]:
+        cfg = self.config
+        claim = shot.claim
+        out: list[Detection] = []
+        hit = claim.claimed_hit_point
+        origin = claim.claimed_origin if claim.claimed_origin is not None else shot.origin
+        if hit is not None:
+            forged = all(c == 0.0 for c in hit) or _dist(hit, origin) <= cfg.geometry_tolerance_m
+            if forged and st.bursts["silent_aim_geometry"].add(shot.time_s):
+                out += self._emit(st, shot.shooter, shot.tick, shot.time_s, "silent_aim_geometry",
+                                  _dist(hit, origin), "SilentAim-geometry",
+                                  {"hit_x": hit[0], "hit_y": hit[1], "hit_z": hit[2],
+                                   "origin_claimed": int(claim.claimed_origin is not None)})
+        ghost = 0.0
+        check = ""
+        if claim.claimed_origin is not None:
+            off = _dist(claim.claimed_origin, shot.origin)
+            if off >= cfg.ghost_distance_m:
+                ghost, check = off, "origin_offset"
+        if not check and hit is not None:
+            try:
+                reach = weapon(shot.weapon).max_range_m + cfg.ghost_range_margin_m
+            except KeyError:
+                reach = math.inf
+            far = _dist(hit, shot.origin)
+            if far > reach:
+                ghost, check = far, "hit_beyond_range"
+        if check and st.bursts["afk_ghost"].add(shot.time_s):
+            out += self._emit(st, shot.shooter, shot.tick, shot.time_s, "afk_ghost", ghost,
+                              f"AfkGhost-{check}-{ghost:.1f}m", {"check": check, "distance_m": ghost})
+        return out
+
+    def _backtrack(self, st: _PlayerFire, shot: ShotResult, allowance: float, rtt: float | None) -> list[Detection]:
+        cfg = self.config
+        view = shot.claim.view_time_s
+        if view is None:
+            return []
+        age = shot.time_s - view
+        overruled = (shot.rewind_decision in (RewindDecision.ESTIMATE, RewindDecision.MAX_UNLAG)
+                     and view < shot.rewind_time_s)
+        expected = math.inf if rtt is None else rtt / 2.0 + cfg.interp_s + allowance
+        stale = overruled or age > expected + cfg.stale_margin_s
+        st.stale.append(stale)
+        count = sum(st.stale)
+        if len(st.stale) < cfg.backtrack_ring or count < cfg.backtrack_min:
+            return []
+        st.stale.clear()
+        return self._emit(st, shot.shooter, shot.tick, shot.time_s, "backtrack", age,
+                          f"Backtrack-{count}/{cfg.backtrack_ring}",
+                          {"stale": count, "of": cfg.backtrack_ring, "age_s": age,
+                           "expected_s": expected if math.isfinite(expected) else -1.0,
+                           "decision": shot.rewind_decision.value})
+
+    def on_fire(self, evidence: FireEvidence, skip: SkipBook) -> Sequence[Detection]:
+        if evidence.kind is not FireKind.TOO_SOON:
+            return NO_DETECTIONS
+        reason = skip.player_reason(evidence.player)
+        if reason is not None:
+            self.skipped[reason.value] += 1
+            return NO_DETECTIONS
+        st = self._state(evidence.player)
+        if not st.bursts["too_soon"].add(evidence.time_s):
+            return NO_DETECTIONS
+        return self._emit(st, evidence.player, evidence.tick, evidence.time_s, "rapid_fire", evidence.interval_s,
+                          f"RapidFire-refused-{self.config.too_soon_count}",
+                          {"interval_s": evidence.interval_s, "allowed_s": evidence.allowed_s,
+                           "weapon": evidence.weapon, "source": "too_soon", "count": self.config.too_soon_count})

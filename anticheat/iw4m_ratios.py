@@ -1,0 +1,91 @@
+"""IW4MAdmin's hit-location ratio detections: Bone (headshot and single-bone share) and Chest.
+
+Pure functions of a :class:`HitStats` and the config. Bone looks at the headshot ratio first
+((head + neck) / hits) and only when that is within limits at the largest single-bone share, so one
+hit never yields two Bone findings. Chest compares upper- to lower-torso hits (see
+``IW4MConfig`` for why that ratio).
+"""
+
+from __future__ import annotations
+
+from anticheat.iw4m_finding import Finding, Level, Scope
+from anticheat.iw4m_profile import HitStats
+from anticheat.iw4m_thresholds import IW4MConfig, ratio_threshold
+from world.hitbox import Bone
+
+__all__ = ["bone_finding", "chest_finding", "headshot_thresholds", "max_bone_thresholds", "chest_thresholds"]
+
+_HEAD = int(Bone.HEAD)
+_NECK = int(Bone.NECK)
+_UPPER = int(Bone.UPPER_TORSO)
+_LOWER = int(Bone.LOWER_TORSO)
+
+
+def headshot_thresholds(hits: int, cfg: IW4MConfig, with_margin: bool = True) -> tuple[float, float]:
+    """(flag, ban) limits of the headshot ratio at ``hits`` hits."""
+    z = cfg.margin_z if with_margin else 0.0
+    args = (cfg.headshot_mean, cfg.headshot_sd_low, cfg.headshot_sd_high)
+    span = (cfg.bone_lerp_low_hits, cfg.bone_lerp_high_hits)
+    return (
+        ratio_threshold(hits, *args, cfg.headshot_flag_sd, *span, z),
+        ratio_threshold(hits, *args, cfg.headshot_ban_sd, *span, z),
+    )
+
+
+def max_bone_thresholds(hits: int, cfg: IW4MConfig, with_margin: bool = True) -> tuple[float, float]:
+    """(flag, ban) limits of the largest single-bone share at ``hits`` hits."""
+    z = cfg.margin_z if with_margin else 0.0
+    args = (cfg.max_bone_mean, cfg.max_bone_sd_low, cfg.max_bone_sd_high)
+    span = (cfg.bone_lerp_low_hits, cfg.bone_lerp_high_hits)
+    return (
+        ratio_threshold(hits, *args, cfg.max_bone_flag_sd, *span, z),
+        ratio_threshold(hits, *args, cfg.max_bone_ban_sd, *span, z),
+    )
+
+
+def chest_thresholds(upper_hits: int, cfg: IW4MConfig, with_margin: bool = True) -> tuple[float, float]:
+    """(flag, ban) limits of the upper/lower torso ratio at ``upper_hits`` upper-torso hits."""
+    z = cfg.margin_z if with_margin else 0.0
+    args = (cfg.chest_mean, cfg.chest_sd_low, cfg.chest_sd_high)
+    span = (cfg.chest_lerp_low_hits, cfg.chest_lerp_high_hits)
+    return (
+        ratio_threshold(upper_hits, *args, cfg.chest_flag_sd, *span, z),
+        ratio_threshold(upper_hits, *args, cfg.chest_ban_sd, *span, z),
+    )
+
+
+def bone_finding(stats: HitStats, cfg: IW4MConfig, scope: Scope) -> Finding | None:
+    """The Bone finding of ``stats`` if its kills suffice and a ratio is over its flag limit."""
+    min_kills = cfg.bone_min_kills if scope is Scope.SESSION else cfg.lifetime_bone_min_kills
+    hits = stats.hits
+    if stats.kills < min_kills or hits <= 0:
+        return None
+    headshot = (stats.count(_HEAD) + stats.count(_NECK)) / hits
+    flag, ban = headshot_thresholds(hits, cfg)
+    if headshot > flag:
+        level, limit = (Level.BAN, ban) if headshot > ban else (Level.FLAG, flag)
+        return Finding("Bone", level, scope, headshot, limit, hits, _HEAD)
+    # Ties go to the lowest bone id, so the choice does not depend on dict order.
+    bone, count = min(stats.bones.items(), key=lambda kv: (-kv[1], kv[0]))
+    share = count / hits
+    flag, ban = max_bone_thresholds(hits, cfg)
+    if share > flag:
+        level, limit = (Level.BAN, ban) if share > ban else (Level.FLAG, flag)
+        return Finding("Bone", level, scope, share, limit, hits, bone)
+    return None
+
+
+def chest_finding(stats: HitStats, cfg: IW4MConfig, scope: Scope) -> Finding | None:
+    """The Chest finding of ``stats`` if it has enough upper-torso hits and a high upper/lower ratio."""
+    upper = stats.count(_UPPER)
+    min_hits = cfg.chest_min_hits if scope is Scope.SESSION else cfg.lifetime_chest_min_hits
+    if upper < min_hits or upper <= 0:
+        return None
+    # No lower-torso hit at all: divide by one, a finite stand-in that is still the most extreme case.
+    ratio = upper / max(1, stats.count(_LOWER))
+    flag, ban = chest_thresholds(upper, cfg)
+    if ratio <= flag:
+        return None
+    if ratio > ban and upper >= cfg.chest_ban_min_hits:
+        return Finding("Chest", Level.BAN, scope, ratio, ban, upper, _UPPER)
+    return Finding("Chest", Level.FLAG, scope, ratio, flag, upper, _UPPER)

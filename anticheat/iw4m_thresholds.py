@@ -1,0 +1,204 @@
+"""IW4MAdmin's thresholds: the configuration and the population statistics behind every limit.
+
+The figures are IW4MAdmin's fit to real players (REFERENCES section 3): ratios are unitless, angles in
+degrees, times in seconds. Our hitboxes, tick rate and weapons differ from IW4x's, so every figure is a
+config field that the testbed can re-fit on honest bots.
+
+Sample-size interpolation: a standard deviation falls from its low-sample value to its high-sample value
+as hits grow, ``sd(n) = lerp(sd_low, sd_high, clamp((n - n_low) / (n_high - n_low), 0, 1))``, and a
+margin of error ``margin_z / sqrt(n)`` is added on top of ``mean + k * sd(n)``.
+
+Reading of the quoted figures: the headshot flag threshold "falls from ~0.576 at 15 hits to ~0.300 at
+60+" is ``mean + 2 * sd(n)`` *before* the margin of error: 0.222 + 2 * 0.177 = 0.576 and
+0.222 + 2 * 0.0392 = 0.300. With the margin the effective thresholds are 1.001 (15 hits: no headshot
+ratio can exceed it) and 0.513 (60 hits). IW4MAdmin compares against the thresholds with the margin;
+so do we, and ``margin_z = 0`` gives the quoted curve.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+__all__ = ["IW4MConfig", "lerp", "max_offset_deg", "ratio_threshold", "margin_of_error"]
+
+
+@dataclass(frozen=True, slots=True)
+class IW4MConfig:
+    """IW4MAdmin detection tolerances.
+
+    Attributes (session unless "lifetime" is in the name):
+        flag_severity, ban_severity: Detection severity of the two levels (Flag: human review; Ban).
+        margin_z: margin of error numerator, ``margin_z / sqrt(hits)`` (IW4MAdmin 1.6455).
+        reemit_every_hits: after a detection of one type, scope and level, the same one is raised again
+            only once this many more hits have been analysed (IW4MAdmin re-raises on every hit, which
+            floods the sanction pipeline with copies).
+
+        bone_min_kills: Bone needs this many session kills (15).
+        bone_lerp_low_hits, bone_lerp_high_hits: sd interpolation range in hits (15 to 60).
+        headshot_mean, headshot_sd_low, headshot_sd_high: (head + neck) / hits population
+            (0.222; 0.1769994181 to 0.03924263235).
+        headshot_flag_sd, headshot_ban_sd: 2.0 and 3.5 deviations.
+        max_bone_mean, max_bone_sd_low, max_bone_sd_high: largest single-bone share
+            (0.4593110238; 0.1324612879 to 0.0515753935).
+        max_bone_flag_sd, max_bone_ban_sd: 2.25 and 3.25 deviations.
+        lifetime_bone_min_kills: lifetime Bone needs this many lifetime kills (IW4MAdmin's high sample 100).
+
+        chest_min_hits: Chest needs this many upper-torso hits (30); chest_ban_min_hits: ban needs 60.
+        chest_mean, chest_sd_low, chest_sd_high: upper / lower torso hit ratio (0.4435; 0.2859234644 to
+            0.2195212861). The ratio is upper-torso hits divided by lower-torso hits, IW4MAdmin's own
+            ratio: a share bounded by 1 (upper / (upper + lower), or upper / all hits) could never
+            exceed the 3-sd flag threshold (0.4435 + 3 * 0.286 = 1.30), so only the unbounded ratio
+            makes the thresholds reachable. A mean of 0.4435 says IW4x players hit the lower torso
+            about 2.25 times as often as the upper one; our hitboxes will give another mean, which is
+            why these are configuration. With no lower-torso hit the ratio is taken as upper / 1.
+        chest_flag_sd, chest_ban_sd: 3 and 4 deviations.
+        chest_lerp_low_hits, chest_lerp_high_hits: sd interpolation range (30 to 100 upper-torso hits).
+        lifetime_chest_min_hits: lifetime Chest needs this many lifetime upper-torso hits (100).
+
+        offset_mu, offset_sigma: log-normal fit of per-hit offsets (-2.3243889, 0.5851351).
+        offset_sigmas: deviations above the mean in log space (4).
+        offset_ban_min_hits: session ban needs this many hits with an offset (60).
+        offset_flag_min_hits: session flag needs this many (30; IW4MAdmin has no Offset flag: ours is
+            the same limit judged earlier, for human review).
+        lifetime_offset_min_location_hits: lifetime ban needs more than this many lifetime hits at the
+            hit's location (100).
+
+        strain_flag, strain_ban: 0.36 and 0.9; strain_ban_min_hits: 5.
+        strain_min_dt_s: the time between hits is at least this (50 ms).
+        strain_decay_base, strain_decay_halving_s: ``strain *= base ** (2 ** (dt / halving) / 1000)``
+            with dt in ms (0.9 and 250 ms).
+        strain_distance_unit_m: distance is converted to this unit (IW4x inches: 0.0254 m).
+
+        snap_flag, snap_ban: session average snap (deg) limits (7.6 and 11.7).
+        snap_min_hits: session snap hits needed (30); lifetime_snap_min_hits: 60.
+        snap_step_s: spacing of the view-angle samples the snap is measured on (50 ms, IW4x's 20 Hz
+            snapshots, so the deg-per-step figures keep their meaning at our 64 Hz command rate).
+        snap_reengage_s: a hit counts as a snap hit when it is the first on a new victim or at least this
+            long after the last snap hit (1 s).
+
+        recoil_min_hits: Recoil needs this many hits with a recoil weapon (15).
+        recoil_min_kills: and more than this many session kills (5).
+        recoil_zero_tolerance_deg: the mean reported recoil counts as zero at or below this (IW4MAdmin
+            compares with exactly 0; a tiny tolerance only absorbs float noise).
+        recoil_samples_before: samples before the shot command included in a hit's recoil average (2).
+
+        button_flag_hits, button_ban_hits: hits whose command carried no FIRE press needed to flag (3)
+            and to ban (5). One such hit is already impossible for an honest client, but a dropped or
+            reordered command must not ban anybody on its own.
+
+        aim_ring_size: AimSamples kept per player (32 = 0.5 s at 64 Hz) to find the angles around hits.
+        pending_max: hits kept waiting for the command after them (8).
+        pending_timeout_s: a waiting hit is judged without the after-sample after this long (0.5 s).
+    """
+
+    flag_severity: float = 0.6
+    ban_severity: float = 0.95
+    margin_z: float = 1.6455
+    reemit_every_hits: int = 10
+
+    bone_min_kills: int = 15
+    bone_lerp_low_hits: int = 15
+    bone_lerp_high_hits: int = 60
+    headshot_mean: float = 0.222
+    headshot_sd_low: float = 0.1769994181
+    headshot_sd_high: float = 0.03924263235
+    headshot_flag_sd: float = 2.0
+    headshot_ban_sd: float = 3.5
+    max_bone_mean: float = 0.4593110238
+    max_bone_sd_low: float = 0.1324612879
+    max_bone_sd_high: float = 0.0515753935
+    max_bone_flag_sd: float = 2.25
+    max_bone_ban_sd: float = 3.25
+    lifetime_bone_min_kills: int = 100
+
+    chest_min_hits: int = 30
+    chest_ban_min_hits: int = 60
+    chest_mean: float = 0.4435
+    chest_sd_low: float = 0.2859234644
+    chest_sd_high: float = 0.2195212861
+    chest_flag_sd: float = 3.0
+    chest_ban_sd: float = 4.0
+    chest_lerp_low_hits: int = 30
+    chest_lerp_high_hits: int = 100
+    lifetime_chest_min_hits: int = 100
+
+    offset_mu: float = -2.3243889
+    offset_sigma: float = 0.5851351
+    offset_sigmas: float = 4.0
+    offset_ban_min_hits: int = 60
+    offset_flag_min_hits: int = 30
+    lifetime_offset_min_location_hits: int = 100
+
+    strain_flag: float = 0.36
+    strain_ban: float = 0.9
+    strain_ban_min_hits: int = 5
+    strain_min_dt_s: float = 0.05
+    strain_decay_base: float = 0.9
+    strain_decay_halving_s: float = 0.25
+    strain_distance_unit_m: float = 0.0254
+
+    snap_flag: float = 7.6
+    snap_ban: float = 11.7
+    snap_min_hits: int = 30
+    lifetime_snap_min_hits: int = 60
+    snap_step_s: float = 0.05
+    snap_reengage_s: float = 1.0
+
+    recoil_min_hits: int = 15
+    recoil_min_kills: int = 5
+    recoil_zero_tolerance_deg: float = 1e-9
+    recoil_samples_before: int = 2
+
+    button_flag_hits: int = 3
+    button_ban_hits: int = 5
+
+    aim_ring_size: int = 32
+    pending_max: int = 8
+    pending_timeout_s: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.bone_lerp_high_hits <= self.bone_lerp_low_hits:
+            raise ValueError("bone_lerp_high_hits must exceed bone_lerp_low_hits")
+        if self.chest_lerp_high_hits <= self.chest_lerp_low_hits:
+            raise ValueError("chest_lerp_high_hits must exceed chest_lerp_low_hits")
+        if self.aim_ring_size < 4 or self.pending_max < 1 or self.reemit_every_hits < 1:
+            raise ValueError("aim_ring_size >= 4, pending_max >= 1 and reemit_every_hits >= 1 required")
+
+
+def lerp(low: float, high: float, amount: float) -> float:
+    """``low`` at amount 0, ``high`` at 1."""
+    return low + (high - low) * amount
+
+
+def margin_of_error(hits: int, z: float) -> float:
+    """IW4MAdmin's margin of error ``z / sqrt(hits)`` (0 for no hits: nothing is judged then)."""
+    return z / math.sqrt(hits) if hits > 0 else 0.0
+
+
+def ratio_threshold(
+    hits: int,
+    mean: float,
+    sd_low: float,
+    sd_high: float,
+    deviations: float,
+    lerp_low_hits: int,
+    lerp_high_hits: int,
+    margin_z: float,
+) -> float:
+    """``mean + deviations * sd(hits) + margin_z / sqrt(hits)`` with ``sd`` interpolated by sample size."""
+    amount = min(1.0, max(0.0, (hits - lerp_low_hits) / (lerp_high_hits - lerp_low_hits)))
+    base = mean + deviations * lerp(sd_low, sd_high, amount)
+    return base + margin_of_error(hits, margin_z)
+
+
+def max_offset_deg(hits: int, mu: float = -2.3243889, sigma: float = 0.5851351, sigmas: float = 4.0) -> float:
+    """Largest acceptable mean offset (deg) over ``hits`` hits.
+
+    ``exp(max(mu + mu / sqrt(n), mu - mu / sqrt(n)) + sigmas * sigma)``: the log-normal's upper
+    ``sigmas``-sigma point with the log-mean widened by its own magnitude over sqrt(n) (60 hits:
+    1.372 deg, 100 hits: 1.282 deg).
+    """
+    n = max(1, hits)
+    widen = mu / math.sqrt(n)
+    return math.exp(max(mu + widen, mu - widen) + sigmas * sigma)

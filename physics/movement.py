@@ -1,0 +1,413 @@
+"""Quake/Source player movement, batched over player slots.
+
+One call advances N players by one command each: stance from the CROUCH button, jump from the
+ground, friction, ground or air acceleration towards the wish velocity, gravity, the floor at
+z = 0 and sliding along walls. Units: meters, seconds, degrees. Constants: ``MovementConfig``.
+
+Deliberate differences from Quake/Source (documented in ``MovementConfig``):
+
+* air acceleration may turn the horizontal velocity but not raise its magnitude above the held
+  weapon's ground speed (no bunny-hop speed gain), so horizontal speed never exceeds that speed;
+* JUMP held jumps again on the landing tick (Source's ``sv_autobunnyhopping``); harmless because
+  of the previous point;
+* collision is 2D (walls are prisms from the floor up, the floor is flat, there are no ceilings),
+  so vertical motion never collides and standing up is never blocked.
+
+The functions are pure: they return new arrays and never modify their inputs.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+import numpy as np
+import numpy.typing as npt
+
+from physics.buttons import ALL_BUTTONS, Buttons
+from physics.config import MovementConfig
+from world.constants import STANCE_CROUCHING, STANCE_STANDING
+from world.geometry import MapGeometry
+
+log = logging.getLogger(__name__)
+
+_EPS = 1e-12
+
+
+def _as_column(name: str, value: npt.ArrayLike, n: int, dtype: type = np.float64) -> np.ndarray:
+    arr: np.ndarray = np.asarray(value, dtype=dtype)
+    if arr.ndim == 0:
+        arr = np.full(n, arr, dtype=dtype)
+    if arr.shape != (n,):
+        raise ValueError(f"{name} must have shape ({n},) or be a scalar, got {arr.shape}")
+    return arr
+
+
+@dataclass(frozen=True, slots=True)
+class MoveCommands:
+    """One movement command per player (structure of arrays, all of length N).
+
+    Attributes:
+        forward_move: (N,) in [-1, 1], positive forward along the yaw. Values outside are clipped.
+        side_move: (N,) in [-1, 1], positive to the right of the yaw. Values outside are clipped;
+            a diagonal (1, 1) is normalised to unit length, so it is not faster than straight.
+        yaw_deg: (N,) view yaw (deg; 0 = +x, counter-clockwise), the wish direction's frame.
+        pitch_deg: (N,) view pitch (deg); not used by movement, validated with the rest.
+        buttons: (N,) ``Buttons`` bitmask; JUMP, CROUCH (held = crouched), WALK and SPRINT matter.
+        dt_s: (N,) duration of the command (s), one client tick.
+
+    Construction raises ValueError for NaN/inf, a non-positive duration, unknown button bits or
+    mismatched shapes: a malformed command never reaches the simulation.
+    """
+
+    forward_move: np.ndarray
+    side_move: np.ndarray
+    yaw_deg: np.ndarray
+    pitch_deg: np.ndarray
+    buttons: np.ndarray
+    dt_s: np.ndarray
+
+    def __post_init__(self) -> None:
+        n = np.asarray(self.forward_move).reshape(-1).shape[0] if np.ndim(self.forward_move) else 1
+        for name in ("forward_move", "side_move", "yaw_deg", "pitch_deg", "dt_s"):
+            arr = _as_column(name, getattr(self, name), n)
+            if not np.all(np.isfinite(arr)):
+                raise ValueError(f"MoveCommands.{name} contains NaN or inf")
+            object.__setattr__(self, name, arr)
+        buttons = np.asarray(self.buttons)
+        if buttons.ndim == 0:
+            buttons = np.full(n, buttons)
+        if buttons.shape != (n,) or not (np.issubdtype(buttons.dtype, np.integer) or buttons.dtype == bool):
+            raise ValueError(f"MoveCommands.buttons must be ({n},) integers, got {buttons.shape} {buttons.dtype}")
+        buttons = buttons.astype(np.int64)
+        if np.any(buttons < 0) or np.any(buttons & ~ALL_BUTTONS):
+            raise ValueError("MoveCommands.buttons has unknown bits set")
+        object.__setattr__(self, "buttons", buttons)
+        if np.any(self.dt_s <= 0.0):
+            raise ValueError("MoveCommands.dt_s must be positive")
+
+    @classmethod
+    def single(
+        cls,
+        forward: float = 0.0,
+        side: float = 0.0,
+        yaw_deg: float = 0.0,
+        buttons: int = 0,
+        dt_s: float = 1.0 / 64.0,
+        pitch_deg: float = 0.0,
+    ) -> MoveCommands:
+        """A batch of one command (convenience for tests and cold paths)."""
+        return cls(
+            forward_move=np.array([forward]),
+            side_move=np.array([side]),
+            yaw_deg=np.array([yaw_deg]),
+            pitch_deg=np.array([pitch_deg]),
+            buttons=np.array([int(buttons)]),
+            dt_s=np.array([dt_s]),
+        )
+
+    def __len__(self) -> int:
+        return int(self.forward_move.shape[0])
+
+    def held(self, button: Buttons) -> np.ndarray:
+        """(N,) bool: ``button`` is held in each command."""
+        return (self.buttons & int(button)) != 0
+
+
+@dataclass(frozen=True, slots=True)
+class MoveResult:
+    """State of N players after one command.
+
+    Attributes:
+        pos: (N, 3) feet position (m). vel: (N, 3) velocity (m/s).
+        on_ground: (N,) bool. stance: (N,) int8 (0 standing, 1 crouching).
+        crouch_pressed: (N,) bool, the stance went from standing to crouching this command (a
+            crouch *press*, what the crouch-cancel mechanic and the C-bug detector need).
+        touched_wall: (N,) bool, the player's move was stopped or deflected by a wall.
+    """
+
+    pos: np.ndarray
+    vel: np.ndarray
+    on_ground: np.ndarray
+    stance: np.ndarray
+    crouch_pressed: np.ndarray
+    touched_wall: np.ndarray
+
+
+def ground_speed_cap(weapon_speed_m_s: np.ndarray | float, config: MovementConfig) -> np.ndarray:
+    """Largest horizontal speed (m/s) a player holding a weapon of ``weapon_speed_m_s`` can ever
+    reach: the weapon speed capped by ``max_speed_m_s``, times the sprint factor when it exceeds 1.
+    """
+    base = np.minimum(np.asarray(weapon_speed_m_s, dtype=np.float64), config.max_speed_m_s)
+    return base * max(1.0, config.sprint_factor)
+
+
+def max_displacement(
+    duration_s: np.ndarray | float,
+    config: MovementConfig,
+    weapon_speed_m_s: np.ndarray | float,
+    prev_speed_m_s: np.ndarray | float = 0.0,
+) -> np.ndarray:
+    """Largest legal horizontal displacement (m) within ``duration_s`` seconds, whatever the inputs.
+
+    A player's horizontal speed never exceeds ``max(prev_speed_m_s, ground_speed_cap(weapon))``:
+    on the ground it is clamped to the weapon's speed, in the air it can only turn (with the default
+    ``air_speed_cap``) and walls only remove speed. Arrays broadcast.
+    """
+    speed = np.maximum(np.asarray(prev_speed_m_s, dtype=np.float64), ground_speed_cap(weapon_speed_m_s, config))
+    return speed * np.asarray(duration_s, dtype=np.float64)
+
+
+def _wish(
+    cmd: MoveCommands, weapon_speed: np.ndarray, crouched: np.ndarray, config: MovementConfig
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Wish direction (N, 2) unit or zero, wish speed (N,) m/s, and ground speed clamp (N,) m/s."""
+    fwd = np.clip(cmd.forward_move, -1.0, 1.0)
+    side = np.clip(cmd.side_move, -1.0, 1.0)
+    yaw = np.radians(cmd.yaw_deg)
+    cy, sy = np.cos(yaw), np.sin(yaw)
+    # Forward is (cos, sin); right is forward rotated clockwise: (sin, -cos).
+    wx = fwd * cy + side * sy
+    wy = fwd * sy - side * cy
+    mag = np.hypot(fwd, side)
+    safe = np.where(mag > _EPS, mag, 1.0)
+    wishdir = np.stack([wx / safe, wy / safe], axis=1) * (mag > _EPS)[:, None]
+    base = np.minimum(weapon_speed, config.max_speed_m_s)
+    walking = cmd.held(Buttons.WALK)
+    sprinting = cmd.held(Buttons.SPRINT) & ~walking & ~crouched
+    factor = np.ones(len(cmd))
+    factor = np.where(walking, config.walk_factor, factor)
+    factor = np.where(sprinting, config.sprint_factor, factor)
+    factor = np.where(crouched, np.minimum(config.crouch_factor, factor), factor)
+    wishspeed = np.minimum(mag, 1.0) * base * factor
+    clamp = base * np.where(sprinting, max(1.0, config.sprint_factor), 1.0)
+    return wishdir, wishspeed, clamp
+
+
+def _friction(vh: np.ndarray, dt: np.ndarray, config: MovementConfig) -> np.ndarray:
+    """Quake ground friction on (N, 2) velocities; returns new velocities."""
+    speed = np.hypot(vh[:, 0], vh[:, 1])
+    control = np.maximum(speed, config.stop_speed_m_s)
+    new = np.maximum(speed - control * config.friction * dt, 0.0)
+    scale = np.where(speed > _EPS, new / np.where(speed > _EPS, speed, 1.0), 0.0)
+    return vh * scale[:, None]
+
+
+def _accel_amount(
+    grounded: np.ndarray, wishspeed: np.ndarray, dt: np.ndarray, config: MovementConfig
+) -> np.ndarray:
+    """Most speed (m/s) acceleration may add this command: ``accel * scale * dt`` with scale the
+    wish speed (air) or ``max(accel_scale_min_m_s, wish speed)`` (ground, CS:GO)."""
+    ground = config.accelerate * np.maximum(config.accel_scale_min_m_s, wishspeed)
+    return np.where(grounded, ground, config.air_accelerate * wishspeed) * dt
+
+
+def _accelerate(vh: np.ndarray, wishdir: np.ndarray, cap_speed: np.ndarray, amount: np.ndarray) -> np.ndarray:
+    """Quake accelerate: add up to ``amount`` (m/s) along wishdir, but only while the speed along
+    wishdir is below ``cap_speed`` (the wish speed on the ground, the air cap in air)."""
+    current = np.einsum("ij,ij->i", vh, wishdir)
+    add = np.maximum(cap_speed - current, 0.0)
+    return vh + wishdir * np.minimum(amount, add)[:, None]
+
+
+def _limit_speed(vh: np.ndarray, limit: np.ndarray) -> np.ndarray:
+    speed = np.hypot(vh[:, 0], vh[:, 1])
+    over = speed > limit
+    scale = np.where(over, limit / np.where(over, speed, 1.0), 1.0)
+    return vh * scale[:, None]
+
+
+def _clip_against(vec: np.ndarray, normal: np.ndarray) -> np.ndarray:
+    """Remove the component of (K, 2) ``vec`` pointing into the surface with outward ``normal``."""
+    into = np.minimum(np.einsum("ij,ij->i", vec, normal), 0.0)
+    return vec - normal * into[:, None]
+
+
+def _slide(
+    geometry: MapGeometry, start: np.ndarray, disp: np.ndarray, vel: np.ndarray, config: MovementConfig
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Quake ``PM_SlideMove`` in 2D: sweep, clip the remaining motion and the velocity against the
+    contact normal, sweep again, at most ``max_slide_iterations`` times.
+
+    Returns (end (N, 2), velocity (N, 2), touched (N,) bool).
+    """
+    pos = start.copy()
+    rem = disp.copy()
+    v = vel.copy()
+    prev_n = np.zeros_like(start)
+    touched = np.zeros(len(start), dtype=bool)
+    todo = np.flatnonzero(np.hypot(rem[:, 0], rem[:, 1]) > config.min_move_m)
+    for _ in range(config.max_slide_iterations):
+        if not todo.size:
+            break
+        res = geometry.sweep(pos[todo], pos[todo] + rem[todo])
+        pos[todo] = res.end
+        hit = np.asarray(res.hit, dtype=bool)
+        rem[todo[~hit]] = 0.0
+        rows = todo[hit]
+        if not rows.size:
+            break
+        touched[rows] = True
+        normal = np.asarray(res.normal)[hit]
+        left = rem[rows] * (1.0 - np.asarray(res.fraction)[hit])[:, None]
+        left = _clip_against(left, normal)
+        vr = _clip_against(v[rows], normal)
+        # In 2D two different walls meet in a corner, not a crease to slide along: motion that
+        # still points into the previous wall after clipping against this one is stuck.
+        stuck = (np.einsum("ij,ij->i", left, prev_n[rows]) < -_EPS) | (
+            np.einsum("ij,ij->i", vr, prev_n[rows]) < -_EPS
+        )
+        left[stuck] = 0.0
+        vr[stuck] = 0.0
+        v[rows] = vr
+        rem[rows] = left
+        prev_n[rows] = normal
+        todo = rows[np.hypot(left[:, 0], left[:, 1]) > config.min_move_m]
+    moved = np.flatnonzero(touched & np.any(pos != start, axis=1))
+    if moved.size:
+        # The geometry guarantees sweep ends outside walls; re-checking the players that touched
+        # one costs a batched query and turns a geometry bug into a stopped player instead of one
+        # inside a wall. A sweep without contact ends exactly at its target, which it swept.
+        bad = np.asarray(geometry.circle_blocked(pos[moved]), dtype=bool)
+        if bad.any():
+            rows = moved[bad]
+            log.warning("slide move ended inside a wall for %d players; kept their start positions", rows.size)
+            pos[rows] = start[rows]
+            v[rows] = 0.0
+            touched[rows] = True
+    return pos, v, touched
+
+
+def simulate(
+    pos: npt.ArrayLike,
+    vel: npt.ArrayLike,
+    on_ground: npt.ArrayLike,
+    stance: npt.ArrayLike,
+    cmd: MoveCommands,
+    weapon_speed_m_s: np.ndarray | float,
+    geometry: MapGeometry,
+    config: MovementConfig | None = None,
+) -> MoveResult:
+    """Advance N players by one command each; pure (inputs are not modified).
+
+    Args:
+        pos: (N, 3) feet positions (m), each outside every wall. vel: (N, 3) velocities (m/s).
+        on_ground: (N,) bool. stance: (N,) 0 standing / 1 crouching (before the command).
+        cmd: the N commands (durations in ``cmd.dt_s``, s).
+        weapon_speed_m_s: (N,) or scalar, ``WeaponSpec.move_speed_m_s`` of the held weapons.
+        geometry: map collision (``world.geometry.MapGeometry``).
+        config: movement constants (default CS2).
+
+    Raises ValueError for mismatched shapes or non-finite state.
+    """
+    cfg = config or MovementConfig()
+    n = len(cmd)
+    p = np.asarray(pos, dtype=np.float64)
+    v = np.asarray(vel, dtype=np.float64)
+    if p.shape != (n, 3) or v.shape != (n, 3):
+        raise ValueError(f"pos and vel must have shape ({n}, 3), got {p.shape} and {v.shape}")
+    if not (np.all(np.isfinite(p)) and np.all(np.isfinite(v))):
+        raise ValueError("pos/vel contain NaN or inf")
+    ground = _as_column("on_ground", on_ground, n, bool)
+    old_stance = _as_column("stance", stance, n, np.int8)
+    wspeed = _as_column("weapon_speed_m_s", weapon_speed_m_s, n)
+    if not np.all(np.isfinite(wspeed)) or np.any(wspeed < 0.0):
+        raise ValueError("weapon_speed_m_s must be finite and non-negative")
+    dt = cmd.dt_s
+
+    crouched = cmd.held(Buttons.CROUCH)
+    new_stance = np.where(crouched, STANCE_CROUCHING, STANCE_STANDING).astype(np.int8)
+    crouch_pressed = crouched & (old_stance == STANCE_STANDING)
+
+    wishdir, wishspeed, clamp = _wish(cmd, wspeed, crouched, cfg)
+
+    jump = ground & cmd.held(Buttons.JUMP)
+    grounded = ground & ~jump
+    air = ~grounded
+
+    vh = v[:, :2]
+    speed_before = np.hypot(vh[:, 0], vh[:, 1])
+    # Ground: friction, accelerate towards the wish speed, clamp to the weapon's speed (Source's
+    # WalkMove clamps to m_flMaxSpeed after accelerating).
+    vg = _friction(vh, dt, cfg)
+    vg = _accelerate(vg, wishdir, wishspeed, _accel_amount(np.ones(n, dtype=bool), wishspeed, dt, cfg))
+    vg = _limit_speed(vg, clamp)
+    # Air: no friction; the "room left" test uses the air cap, the amount the full wish speed.
+    air_amount = _accel_amount(np.zeros(n, dtype=bool), wishspeed, dt, cfg)
+    va = _accelerate(vh, wishdir, np.minimum(wishspeed, cfg.air_max_wish_speed_m_s), air_amount)
+    if cfg.air_speed_cap:
+        va = _limit_speed(va, np.maximum(speed_before, clamp))
+    vh_new = np.where(grounded[:, None], vg, va)
+
+    # Vertical: exact for constant gravity (average of the velocities before and after).
+    vz0 = np.where(jump, cfg.jump_speed_m_s, np.where(grounded, 0.0, v[:, 2]))
+    vz1 = np.where(air, vz0 - cfg.gravity_m_s2 * dt, 0.0)
+    z1 = np.where(air, p[:, 2] + 0.5 * (vz0 + vz1) * dt, 0.0)
+    landed = air & (z1 <= 0.0)
+    z1 = np.where(landed, 0.0, z1)
+    vz1 = np.where(landed, 0.0, vz1)
+    new_ground = grounded | landed
+
+    end_h, vh_final, touched = _slide(geometry, p[:, :2], vh_new * dt[:, None], vh_new, cfg)
+    new_pos = np.column_stack([end_h, z1])
+    new_vel = np.column_stack([vh_final, vz1])
+    return MoveResult(
+        pos=new_pos,
+        vel=new_vel,
+        on_ground=new_ground,
+        stance=new_stance,
+        crouch_pressed=crouch_pressed,
+        touched_wall=touched,
+    )
+
+
+def max_horizontal_speed(
+    vel: npt.ArrayLike,
+    on_ground: npt.ArrayLike,
+    cmd: MoveCommands,
+    weapon_speed_m_s: np.ndarray | float,
+    config: MovementConfig | None = None,
+) -> np.ndarray:
+    """Largest horizontal speed (m/s) the model can produce for each command from ``vel`` (N, 2 or 3)
+    and ``on_ground``, over every view yaw (the command's buttons, move magnitudes and duration are
+    taken as given, the direction is free: Grim's "every possible movement").
+
+    Exact, not sampled: with s the speed after friction, c the cosine between the velocity and the
+    wish direction and a(c) = clip(cap - s c, 0, A) the speed added, |v|² = s² + 2 s c a(c) + a(c)²
+    is piecewise increasing / concave / constant in c, so its maximum is at one of the candidates
+    c in {-1, 0, 1, (cap - A)/s, cap/s}. Walls only remove speed, so this bounds every outcome.
+    """
+    cfg = config or MovementConfig()
+    n = len(cmd)
+    v = np.asarray(vel, dtype=np.float64)
+    if v.ndim != 2 or v.shape[0] != n or v.shape[1] not in (2, 3):
+        raise ValueError(f"vel must have shape ({n}, 2) or ({n}, 3), got {v.shape}")
+    ground = _as_column("on_ground", on_ground, n, bool)
+    wspeed = _as_column("weapon_speed_m_s", weapon_speed_m_s, n)
+    dt = cmd.dt_s
+    crouched = cmd.held(Buttons.CROUCH)
+    _, wishspeed, clamp = _wish(cmd, wspeed, crouched, cfg)
+    grounded = ground & ~cmd.held(Buttons.JUMP)
+
+    vh = v[:, :2]
+    speed_before = np.hypot(vh[:, 0], vh[:, 1])
+    vf = np.where(grounded[:, None], _friction(vh, dt, cfg), vh)
+    s = np.hypot(vf[:, 0], vf[:, 1])
+    cap = np.where(grounded, wishspeed, np.minimum(wishspeed, cfg.air_max_wish_speed_m_s))
+    amount = _accel_amount(grounded, wishspeed, dt, cfg)
+    s_safe = np.where(s > _EPS, s, 1.0)
+    cands = np.stack(
+        [
+            np.full(n, -1.0),
+            np.zeros(n),
+            np.ones(n),
+            np.clip((cap - amount) / s_safe, -1.0, 1.0),
+            np.clip(cap / s_safe, -1.0, 1.0),
+        ],
+        axis=1,
+    )
+    a = np.clip(cap[:, None] - s[:, None] * cands, 0.0, amount[:, None])
+    sq = s[:, None] ** 2 + 2.0 * s[:, None] * cands * a + a * a
+    best = np.sqrt(np.max(sq, axis=1))
+    ground_limit = clamp
+    air_limit = np.maximum(speed_before, clamp) if cfg.air_speed_cap else np.full(n, np.inf)
+    return np.minimum(best, np.where(grounded, ground_limit, air_limit))

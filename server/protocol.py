@@ -1,0 +1,1048 @@
+"""The wire protocol: messages, their MessagePack encoding, and validation at the border.
+
+One message per UDP datagram, at most 1200 bytes of payload (netcode.io, REFERENCES section 7).
+A message is a msgpack array ``[version, type, field, ...]``; PROTOCOL.md at the repository root
+documents the exact field order and msgpack types of every message for clients in other languages.
+
+:func:`decode` is the border of the server: anything that is not a well-formed, in-range message
+raises :class:`ProtocolError` whose ``reason`` is a :class:`RejectReason`, so the server can count
+every rejection by cause, and nothing else ever escapes it (DESIGN principle 6). Float fields
+accept a msgpack int as well (a client in a language that writes ``0`` for ``0.0`` is not wrong)
+and decode it to a Python float; bool is never accepted for an int or a float.
+
+Bots import this module, so it must never import server internals; it imports world tables and
+the physics button bits only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum, IntEnum
+from typing import Any, Final, NamedTuple, TypeVar
+
+import msgpack
+
+from physics.buttons import ALL_BUTTONS
+from server.entity_block import ENTITY_BYTES, EntityBlockError, EntityLimits, decode_entities
+from world.hitbox import Bone
+from world.state import PITCH_LIMIT_DEG, WorldLimits
+from world.weapons import WeaponId
+
+PROTOCOL_VERSION: Final = 1
+NONCE_BYTES: Final = 16
+"""Client nonce in CONNECT / CHALLENGE_RESPONSE (bytes)."""
+COOKIE_BYTES: Final = 40
+"""Challenge cookie: 8 bytes issue time + 32 bytes HMAC-SHA256 (see server.handshake)."""
+TOKEN_BYTES: Final = 16
+"""Session token: HMAC-SHA256 truncated to 128 bits, sent in every authenticated packet."""
+U32_MAX: Final = 0xFFFF_FFFF
+
+Vec3 = tuple[float, float, float]
+
+
+class RejectReason(str, Enum):
+    """Why :func:`decode` refused a datagram (the server counts rejections by these values)."""
+
+    TOO_LARGE = "too_large"
+    """Datagram longer than ``max_datagram_bytes`` (or encode produced one)."""
+    UNPADDED = "unpadded"
+    """CONNECT / CHALLENGE_RESPONSE shorter than ``min_unauth_request_bytes`` (anti-amplification)."""
+    NOT_MSGPACK = "not_msgpack"
+    """Not exactly one valid msgpack object (garbage, truncated, trailing bytes, too deep)."""
+    NOT_ARRAY = "not_array"
+    """The top-level object is not an array."""
+    BAD_VERSION = "bad_version"
+    """The first element is not the integer PROTOCOL_VERSION."""
+    UNKNOWN_TYPE = "unknown_type"
+    """The type element is not a known MsgType."""
+    WRONG_DIRECTION = "wrong_direction"
+    """A server-to-client type sent to the server, or the reverse."""
+    BAD_ARITY = "bad_arity"
+    """A message, command, shot, vector or limits array has the wrong number of elements."""
+    BAD_TYPE = "bad_type"
+    """A field has the wrong msgpack type (bool for an int, str for a float, map, ext...)."""
+    BAD_LENGTH = "bad_length"
+    """A fixed-size bin (nonce, cookie, token) has the wrong length, or a list is too long."""
+    BAD_STRING = "bad_string"
+    """A string is empty where not allowed, too long, not UTF-8, or has non-printable characters."""
+    NON_FINITE = "non_finite"
+    """A float is NaN or infinite."""
+    OUT_OF_RANGE = "out_of_range"
+    """A number lies outside its documented range."""
+    NO_COMMANDS = "no_commands"
+    """An INPUT without any command."""
+    TOO_MANY_COMMANDS = "too_many_commands"
+    TOO_MANY_SHOTS = "too_many_shots"
+    COMMAND_ORDER = "command_order"
+    """Command sequence numbers of an INPUT are not strictly increasing."""
+    ORPHAN_SHOT = "orphan_shot"
+    """A shot names a command sequence number that is not in the same INPUT."""
+    UNKNOWN_WEAPON = "unknown_weapon"
+    UNKNOWN_BONE = "unknown_bone"
+    UNKNOWN_BUTTONS = "unknown_buttons"
+    """Button bits outside the defined ones."""
+    UNKNOWN_CODE = "unknown_code"
+    """A reject, disconnect or notice code that is not defined."""
+    BAD_ENTITY_BLOCK = "bad_entity_block"
+    """The SNAPSHOT entity block's length is not a multiple of the record size."""
+    UNKNOWN_FLAGS = "unknown_flags"
+    """Reserved entity flag bits are set."""
+    DUPLICATE_SLOT = "duplicate_slot"
+    """Two entity records name the same slot."""
+
+
+class ProtocolError(ValueError):
+    """A datagram was refused; ``reason`` says why, the message adds the field for logs."""
+
+    def __init__(self, reason: RejectReason, detail: str = "") -> None:
+        super().__init__(f"{reason.value}: {detail}" if detail else reason.value)
+        self.reason = reason
+
+
+class MsgType(IntEnum):
+    """Message type ids (second array element). Client to server < 16 <= server to client."""
+
+    CONNECT = 1
+    CHALLENGE_RESPONSE = 2
+    INPUT = 3
+    PING = 4
+    DISCONNECT = 5
+    CHALLENGE = 16
+    ACCEPT = 17
+    REJECT = 18
+    SNAPSHOT = 19
+    CORRECTION = 20
+    NOTICE = 21
+    PONG = 22
+    SERVER_DISCONNECT = 23
+
+
+CLIENT_TYPES: Final = frozenset(
+    {MsgType.CONNECT, MsgType.CHALLENGE_RESPONSE, MsgType.INPUT, MsgType.PING, MsgType.DISCONNECT}
+)
+SERVER_TYPES: Final = frozenset(set(MsgType) - CLIENT_TYPES)
+UNAUTHENTICATED_TYPES: Final = frozenset({MsgType.CONNECT, MsgType.CHALLENGE_RESPONSE})
+"""Client messages without a session token: they are padded so that no reply is larger."""
+
+
+class RefuseCode(IntEnum):
+    """Why the server refused a connection (REJECT)."""
+
+    SERVER_FULL = 1
+    BAD_VERSION = 2
+    INVALID_COOKIE = 3
+    EXPIRED_COOKIE = 4
+    BANNED = 5
+    RATE_LIMITED = 6
+    MALFORMED = 7
+
+
+class DisconnectCode(IntEnum):
+    """Why the server ended a session (SERVER_DISCONNECT)."""
+
+    TIMEOUT = 1
+    KICKED = 2
+    BANNED = 3
+    SHUTDOWN = 4
+    PROTOCOL_VIOLATION = 5
+    RATE_LIMITED = 6
+    TOKEN_EXPIRED = 7
+
+
+class NoticeCode(IntEnum):
+    """What a NOTICE reports; the meaning of its numbers is listed per code in PROTOCOL.md."""
+
+    INFO = 1
+    """Free text; no numbers."""
+    KILL = 2
+    """numbers: killer slot, victim slot, weapon id, bone id, distance (m)."""
+    SPAWN = 3
+    """numbers: slot, x, y, z (m)."""
+    DETECTION = 4
+    """For operators: numbers: slot, severity (0..1), measured value; text: detector and kind."""
+    SANCTION = 5
+    """numbers: slot; text: the sanction (kick, ban...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProtocolLimits:
+    """Every limit the codec enforces, with its unit and anchor.
+
+    Attributes:
+        max_datagram_bytes: largest datagram accepted or produced (bytes); netcode.io's 1200.
+        min_unauth_request_bytes: CONNECT and CHALLENGE_RESPONSE are padded to at least this many
+            bytes, which exceeds the largest reply to them (ACCEPT, ~150 bytes): no amplification.
+        max_commands: commands per INPUT; Quake 3 re-sends the last 3 commands with the new one.
+        max_shots: shots per INPUT; 4 commands of 0.1 s at the minigun's 0.05 s interval fire 8.
+        max_name_bytes, max_map_name_bytes, max_notice_text_bytes: UTF-8 lengths (bytes).
+        max_notice_numbers: numbers in a NOTICE.
+        max_snapshot_parts: a snapshot may span this many datagrams (29 entities fit in one).
+        coord_limit_m: |position component| (m); WorldLimits' 10,000 m.
+        speed_limit_m_s: |velocity component| (m/s); WorldLimits' 100 m/s.
+        pitch_limit_deg: |pitch| (deg); Source's 89.
+        yaw_limit_deg: |yaw| (deg); 360 so an unwrapped angle just past +/-180 still passes.
+        recoil_limit_deg: |reported recoil component| (deg); far beyond any weapon's kick.
+        max_command_duration_s: a command covers (0, this] seconds; 0.1 s is 10 Hz, the slowest client.
+        max_time_s: time fields lie in [0, this] (s); 1e10 s admits Unix epoch clocks.
+        max_slots: slots must be below this; 256 is what one byte holds.
+        max_health: health field upper bound (hit points); what one entity byte holds.
+        max_ammo: ammo and reserve upper bound (rounds); what a uint16 holds.
+        max_tick_rate_hz: ACCEPT tick rate upper bound (Hz).
+        notice_number_limit: |NOTICE number| bound.
+    """
+
+    max_datagram_bytes: int = 1200
+    min_unauth_request_bytes: int = 256
+    max_commands: int = 4
+    max_shots: int = 8
+    max_name_bytes: int = 32
+    max_map_name_bytes: int = 32
+    max_notice_text_bytes: int = 120
+    max_notice_numbers: int = 8
+    max_snapshot_parts: int = 8
+    coord_limit_m: float = WorldLimits().coord_limit_m
+    speed_limit_m_s: float = WorldLimits().speed_limit_m_s
+    pitch_limit_deg: float = PITCH_LIMIT_DEG
+    yaw_limit_deg: float = 360.0
+    recoil_limit_deg: float = 180.0
+    max_command_duration_s: float = 0.1
+    max_time_s: float = 1e10
+    max_slots: int = 256
+    max_health: float = 255.0
+    max_ammo: int = 0xFFFF
+    max_tick_rate_hz: int = 1000
+    notice_number_limit: float = 1e12
+    _entity_limits: EntityLimits = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        entity = EntityLimits(
+            max_slots=self.max_slots,
+            coord_limit_m=self.coord_limit_m,
+            speed_limit_m_s=self.speed_limit_m_s,
+            yaw_limit_deg=self.yaw_limit_deg,
+            pitch_limit_deg=self.pitch_limit_deg,
+        )
+        object.__setattr__(self, "_entity_limits", entity)
+
+    def entity_limits(self) -> EntityLimits:
+        """The same ranges for the SNAPSHOT entity block."""
+        return self._entity_limits
+
+
+DEFAULT_LIMITS: Final = ProtocolLimits()
+
+
+# ---------------------------------------------------------------------------------------------
+# Messages: client to server
+
+
+@dataclass(frozen=True, slots=True)
+class Connect:
+    """First packet of a client. ``nonce``: 16 random bytes; ``name``: 1..32 UTF-8 bytes.
+
+    Encoding pads it to ``min_unauth_request_bytes``; the padding is not a field.
+    """
+
+    nonce: bytes
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChallengeResponse:
+    """Echo of the CHALLENGE cookie and the CONNECT nonce. The name travels again because the
+    server keeps nothing between CONNECT and this packet. Padded like CONNECT."""
+
+    cookie: bytes
+    nonce: bytes
+    name: str
+
+
+class Command(NamedTuple):
+    """One input command (the client's movement and aim over ``duration_s``).
+
+    The records inside a message (Command, Shot, OwnState, AcceptLimits) are NamedTuples, not
+    frozen dataclasses: equally immutable, and built 5x faster, which matters for the up to 4
+    commands of every INPUT of every client at 128 Hz. Their field order is the wire order.
+
+    Attributes:
+        seq: command sequence number (uint32, strictly increasing per client).
+        client_tick: the client's tick counter when it sampled the command (uint32).
+        view_time_s: the server time (s) the client was rendering.
+        duration_s: time this command covers (s), in (0, 0.1].
+        forward, side: movement intent in [-1, 1] (side positive = right).
+        yaw_deg, pitch_deg: view angles (deg); pitch in [-89, 89], positive up.
+        buttons: physics.buttons.Buttons bitmask.
+        weapon_switch: 0 for none, else the WeaponId to switch to.
+        recoil_pitch_deg, recoil_yaw_deg: the recoil kick the client reports it is under (deg).
+        pos: the position the client claims after this command (m) - evidence, never truth.
+    """
+
+    seq: int
+    client_tick: int
+    view_time_s: float
+    duration_s: float
+    forward: float
+    side: float
+    yaw_deg: float
+    pitch_deg: float
+    buttons: int
+    weapon_switch: int
+    recoil_pitch_deg: float
+    recoil_yaw_deg: float
+    pos: Vec3
+
+
+class Shot(NamedTuple):
+    """A shot fired during a command; everything but the angles is a claim (evidence).
+
+    Attributes:
+        cmd_seq: sequence number of the command (in the same INPUT) that fired it.
+        weapon: WeaponId fired. yaw_deg, pitch_deg: view angles of the shot (deg).
+        view_time_s: server time (s) the client was rendering when it fired.
+        claimed_victim: slot the client says it hit, or None (-1 on the wire).
+        claimed_hit_point: where the client says the bullet hit (m), or None (nil).
+        claimed_bone: hit location id (0 none, else world.hitbox.Bone).
+    """
+
+    cmd_seq: int
+    weapon: int
+    yaw_deg: float
+    pitch_deg: float
+    view_time_s: float
+    claimed_victim: int | None = None
+    claimed_hit_point: Vec3 | None = None
+    claimed_bone: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Input:
+    """The per-tick client packet.
+
+    Attributes:
+        token: session token from ACCEPT. packet_seq: uint32, one counter over INPUT, PING and
+        DISCONNECT (checked against the replay window; gaps measure loss).
+        client_time_s: the client's own clock when sending (s; any origin); gives jitter.
+        ack_tick: tick of the newest SNAPSHOT received, or None before the first.
+        commands: 1..4 commands, oldest first (the newest plus re-sends against loss).
+        shots: 0..8 shots fired by those commands.
+    """
+
+    token: bytes
+    packet_seq: int
+    client_time_s: float
+    ack_tick: int | None
+    commands: tuple[Command, ...]
+    shots: tuple[Shot, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Ping:
+    """Latency probe; the server answers with PONG. ``client_time_s``: the client's clock (s)."""
+
+    token: bytes
+    packet_seq: int
+    client_time_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class Disconnect:
+    """The client leaves."""
+
+    token: bytes
+    packet_seq: int
+
+
+# ---------------------------------------------------------------------------------------------
+# Messages: server to client
+
+
+@dataclass(frozen=True, slots=True)
+class Challenge:
+    """Reply to CONNECT: a stateless cookie to echo in CHALLENGE_RESPONSE."""
+
+    cookie: bytes
+
+
+class AcceptLimits(NamedTuple):
+    """Limits the client must respect, announced in ACCEPT.
+
+    Attributes: max_datagram_bytes (bytes), max_commands and max_shots per INPUT,
+    max_command_duration_s (s), max_packets_per_s and max_bytes_per_s (the rate limiter's
+    sustained rates, packets/s and bytes/s).
+    """
+
+    max_datagram_bytes: int
+    max_commands: int
+    max_shots: int
+    max_command_duration_s: float
+    max_packets_per_s: float
+    max_bytes_per_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class Accept:
+    """The session is open. ``tick_rate_hz``: server ticks per second; ``server_time_s``: the
+    server clock (s) when sent; ``slot``: the client's player slot."""
+
+    token: bytes
+    slot: int
+    tick_rate_hz: int
+    map_name: str
+    server_time_s: float
+    limits: AcceptLimits
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """The connection attempt was refused."""
+
+    code: RefuseCode
+
+
+class OwnState(NamedTuple):
+    """The receiving player's authoritative state.
+
+    Attributes: pos (m), vel (m/s), yaw_deg, pitch_deg (deg), health (hit points, 0..255),
+    weapon (0 none or WeaponId), ammo and reserve (rounds), stance (0 standing, 1 crouching),
+    on_ground, alive.
+    """
+
+    pos: Vec3
+    vel: Vec3
+    yaw_deg: float
+    pitch_deg: float
+    health: float
+    weapon: int
+    ammo: int
+    reserve: int
+    stance: int
+    on_ground: bool
+    alive: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """World state at a tick, culled for the receiver.
+
+    Attributes:
+        tick (uint32), server_time_s (s), last_cmd_seq: the receiver's newest applied command
+        (None before the first). part / part_count: when the visible entities do not fit one
+        datagram (29 records do) the snapshot is sent as several self-contained parts, each with
+        a slice of the entities. own: the receiver's state. entities: the packed entity block
+        (server.entity_block), validated on decode; read it with ``decode_entities``.
+    """
+
+    tick: int
+    server_time_s: float
+    last_cmd_seq: int | None
+    own: OwnState
+    entities: bytes
+    part: int = 0
+    part_count: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Correction:
+    """Setback: the command ``cmd_seq`` ended at ``pos`` (m) with ``vel`` (m/s), not where claimed."""
+
+    cmd_seq: int
+    pos: Vec3
+    vel: Vec3
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """Kill feed, respawn, detection notices for operators. ``numbers`` per NoticeCode."""
+
+    code: NoticeCode
+    text: str = ""
+    numbers: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Pong:
+    """Answer to PING: echoes its sequence and time; ``server_time_s`` is the server clock (s)."""
+
+    ping_seq: int
+    client_time_s: float
+    server_time_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class ServerDisconnect:
+    """The server ended the session."""
+
+    code: DisconnectCode
+
+
+ClientMessage = Connect | ChallengeResponse | Input | Ping | Disconnect
+ServerMessage = Challenge | Accept | Reject | Snapshot | Correction | Notice | Pong | ServerDisconnect
+Message = ClientMessage | ServerMessage
+
+MESSAGE_TYPE: Final[dict[type, MsgType]] = {
+    Connect: MsgType.CONNECT,
+    ChallengeResponse: MsgType.CHALLENGE_RESPONSE,
+    Input: MsgType.INPUT,
+    Ping: MsgType.PING,
+    Disconnect: MsgType.DISCONNECT,
+    Challenge: MsgType.CHALLENGE,
+    Accept: MsgType.ACCEPT,
+    Reject: MsgType.REJECT,
+    Snapshot: MsgType.SNAPSHOT,
+    Correction: MsgType.CORRECTION,
+    Notice: MsgType.NOTICE,
+    Pong: MsgType.PONG,
+    ServerDisconnect: MsgType.SERVER_DISCONNECT,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Encoding
+
+
+def _vec(v: Vec3) -> list[float]:
+    return [v[0], v[1], v[2]]
+
+
+def _command_fields(c: Command) -> list[Any]:
+    return [
+        c.seq, c.client_tick, c.view_time_s, c.duration_s, c.forward, c.side, c.yaw_deg, c.pitch_deg,
+        c.buttons, c.weapon_switch, c.recoil_pitch_deg, c.recoil_yaw_deg, _vec(c.pos),
+    ]
+
+
+def _shot_fields(s: Shot) -> list[Any]:
+    victim = -1 if s.claimed_victim is None else s.claimed_victim
+    point = None if s.claimed_hit_point is None else _vec(s.claimed_hit_point)
+    return [s.cmd_seq, s.weapon, s.yaw_deg, s.pitch_deg, s.view_time_s, victim, point, s.claimed_bone]
+
+
+def _own_fields(o: OwnState) -> list[Any]:
+    return [
+        _vec(o.pos), _vec(o.vel), o.yaw_deg, o.pitch_deg, o.health, o.weapon, o.ammo, o.reserve,
+        o.stance, o.on_ground, o.alive,
+    ]
+
+
+def _fields(m: Message) -> list[Any]:
+    """The message's fields after [version, type], in wire order (padding excluded)."""
+    if isinstance(m, Input):
+        return [
+            m.token, m.packet_seq, m.client_time_s, m.ack_tick,
+            [_command_fields(c) for c in m.commands], [_shot_fields(s) for s in m.shots],
+        ]
+    if isinstance(m, Snapshot):
+        return [m.tick, m.server_time_s, m.last_cmd_seq, m.part, m.part_count, _own_fields(m.own), m.entities]
+    if isinstance(m, Connect):
+        return [m.nonce, m.name]
+    if isinstance(m, ChallengeResponse):
+        return [m.cookie, m.nonce, m.name]
+    if isinstance(m, Ping):
+        return [m.token, m.packet_seq, m.client_time_s]
+    if isinstance(m, Disconnect):
+        return [m.token, m.packet_seq]
+    if isinstance(m, Challenge):
+        return [m.cookie]
+    if isinstance(m, Accept):
+        lim = m.limits
+        return [
+            m.token, m.slot, m.tick_rate_hz, m.map_name, m.server_time_s,
+            [lim.max_datagram_bytes, lim.max_commands, lim.max_shots, lim.max_command_duration_s,
+             lim.max_packets_per_s, lim.max_bytes_per_s],
+        ]
+    if isinstance(m, (Reject, ServerDisconnect)):
+        return [int(m.code)]
+    if isinstance(m, Correction):
+        return [m.cmd_seq, _vec(m.pos), _vec(m.vel)]
+    if isinstance(m, Notice):
+        return [int(m.code), m.text, [float(x) for x in m.numbers]]
+    if isinstance(m, Pong):
+        return [m.ping_seq, m.client_time_s, m.server_time_s]
+    raise TypeError(f"not a protocol message: {type(m).__name__}")
+
+
+def encode(message: Message, limits: ProtocolLimits = DEFAULT_LIMITS, *, check_size: bool = True) -> bytes:
+    """Encode a message to one datagram (bytes).
+
+    Encoding does not range-check fields (a test client may send malformed values on purpose;
+    the receiver's decode is the border). CONNECT and CHALLENGE_RESPONSE get their padding here.
+    Raises ProtocolError(TOO_LARGE) when ``check_size`` and the datagram would exceed
+    ``max_datagram_bytes``; TypeError for a non-message.
+    """
+    mtype = MESSAGE_TYPE.get(type(message))
+    if mtype is None:
+        raise TypeError(f"not a protocol message: {type(message).__name__}")
+    body: list[Any] = [PROTOCOL_VERSION, int(mtype), *_fields(message)]
+    if mtype in UNAUTHENTICATED_TYPES:
+        body.append(b"")
+        short = limits.min_unauth_request_bytes - len(msgpack.packb(body, use_bin_type=True))
+        if short > 0:
+            # A bin of n > 255 bytes has a 3-byte header instead of 2: the result may be 1 byte
+            # longer than the minimum, never shorter.
+            body[-1] = bytes(short)
+    data: bytes = msgpack.packb(body, use_bin_type=True)
+    if check_size and len(data) > limits.max_datagram_bytes:
+        raise ProtocolError(RejectReason.TOO_LARGE, f"{mtype.name} encodes to {len(data)} bytes")
+    return data
+
+
+def max_entities_per_snapshot(limits: ProtocolLimits = DEFAULT_LIMITS) -> int:
+    """How many entity records fit one SNAPSHOT datagram in the worst case (29 with defaults)."""
+    worst_own = OwnState(
+        pos=(-1e4, -1e4, -1e4), vel=(-1.5, -1.5, -1.5), yaw_deg=-1.5, pitch_deg=-1.5, health=1.5,
+        weapon=int(max(WeaponId)), ammo=limits.max_ammo, reserve=limits.max_ammo, stance=1,
+        on_ground=True, alive=True,
+    )
+    probe = bytes(ENTITY_BYTES * 8)  # > 255 bytes: the 3-byte bin16 header of a full block
+    worst = Snapshot(
+        tick=U32_MAX, server_time_s=1.5, last_cmd_seq=U32_MAX, own=worst_own, entities=probe,
+        part=limits.max_snapshot_parts - 1, part_count=limits.max_snapshot_parts,
+    )
+    overhead = len(encode(worst, limits, check_size=False)) - len(probe)
+    return (limits.max_datagram_bytes - overhead) // ENTITY_BYTES
+
+
+# ---------------------------------------------------------------------------------------------
+# Decoding and validation
+
+
+def _fail(reason: RejectReason, what: str) -> ProtocolError:
+    return ProtocolError(reason, what)
+
+
+def _int(v: object, lo: int, hi: int, what: str) -> int:
+    if type(v) is not int:
+        raise _fail(RejectReason.BAD_TYPE, f"{what} must be an int")
+    if not lo <= v <= hi:
+        raise _fail(RejectReason.OUT_OF_RANGE, f"{what}={v} outside [{lo}, {hi}]")
+    return v
+
+
+def _float(v: object, lo: float, hi: float, what: str) -> float:
+    t = type(v)
+    if t is float:
+        if lo <= v <= hi:  # type: ignore[operator]
+            return v  # type: ignore[return-value]
+        if not math.isfinite(v):  # type: ignore[arg-type]
+            raise _fail(RejectReason.NON_FINITE, what)
+        raise _fail(RejectReason.OUT_OF_RANGE, f"{what}={v} outside [{lo}, {hi}]")
+    if t is int:
+        if not lo <= v <= hi:  # type: ignore[operator]
+            raise _fail(RejectReason.OUT_OF_RANGE, f"{what}={v} outside [{lo}, {hi}]")
+        return float(v)  # type: ignore[arg-type]
+    raise _fail(RejectReason.BAD_TYPE, f"{what} must be a float")
+
+
+def _bool(v: object, what: str) -> bool:
+    if type(v) is not bool:
+        raise _fail(RejectReason.BAD_TYPE, f"{what} must be a bool")
+    return v
+
+
+def _array(v: object, n: int, what: str) -> tuple[Any, ...]:
+    if type(v) is not tuple:
+        raise _fail(RejectReason.BAD_TYPE, f"{what} must be an array")
+    if len(v) != n:
+        raise _fail(RejectReason.BAD_ARITY, f"{what} has {len(v)} elements, expected {n}")
+    return v
+
+
+def _vec3(v: object, limit: float, what: str) -> Vec3:
+    a = _array(v, 3, what)
+    return (_float(a[0], -limit, limit, what), _float(a[1], -limit, limit, what), _float(a[2], -limit, limit, what))
+
+
+def _bin(v: object, n: int, what: str) -> bytes:
+    if type(v) is not bytes:
+        raise _fail(RejectReason.BAD_TYPE, f"{what} must be bin")
+    if len(v) != n:
+        raise _fail(RejectReason.BAD_LENGTH, f"{what} has {len(v)} bytes, expected {n}")
+    return v
+
+
+def _text(v: object, min_bytes: int, max_bytes: int, what: str) -> str:
+    if type(v) is not str:
+        raise _fail(RejectReason.BAD_TYPE, f"{what} must be a str")
+    size = len(v.encode("utf-8"))
+    if not min_bytes <= size <= max_bytes or not v.isprintable():
+        raise _fail(RejectReason.BAD_STRING, f"{what}: {min_bytes}..{max_bytes} printable UTF-8 bytes")
+    return v
+
+
+_E = TypeVar("_E", bound=IntEnum)
+
+
+def _code(v: object, enum: type[_E], what: str) -> _E:
+    if type(v) is not int:
+        raise _fail(RejectReason.BAD_TYPE, f"{what} must be an int")
+    try:
+        return enum(v)
+    except ValueError:
+        raise _fail(RejectReason.UNKNOWN_CODE, f"{what}={v}") from None
+
+
+_WEAPON_IDS: Final = frozenset(int(w) for w in WeaponId)
+_BONE_IDS: Final = frozenset(int(b) for b in Bone)
+
+
+def _weapon(v: object, allow_none: bool, what: str) -> int:
+    if type(v) is not int:
+        raise _fail(RejectReason.BAD_TYPE, f"{what} must be an int")
+    if v in _WEAPON_IDS or (allow_none and v == 0):
+        return v
+    raise _fail(RejectReason.UNKNOWN_WEAPON, f"{what}={v}")
+
+
+# INPUT is the per-tick packet of every client, so its records get a fast path: one expression
+# over the usual case (floats sent as floats, everything in range) builds the record directly.
+# Anything else, NaN included (it fails every comparison), falls through to the field-by-field
+# check, which is the definition and names the reason. The fast path accepts a subset of it.
+
+
+def _command(v: object, lim: ProtocolLimits) -> Command:
+    if type(v) is tuple and len(v) == 13:
+        seq, tick, vt, dur, fwd, side, yaw, pitch, buttons, wsw, rp, ry, pos = v
+        if (
+            type(pos) is tuple and len(pos) == 3
+            and type(seq) is int and type(tick) is int and type(buttons) is int and type(wsw) is int
+            and type(vt) is float and type(dur) is float and type(fwd) is float and type(side) is float
+            and type(yaw) is float and type(pitch) is float and type(rp) is float and type(ry) is float
+        ):
+            x, y, z = pos
+            cl, yl, pl, rl = lim.coord_limit_m, lim.yaw_limit_deg, lim.pitch_limit_deg, lim.recoil_limit_deg
+            if (
+                type(x) is float and type(y) is float and type(z) is float
+                and 0 <= seq <= U32_MAX and 0 <= tick <= U32_MAX
+                and 0.0 <= vt <= lim.max_time_s and 0.0 < dur <= lim.max_command_duration_s
+                and -1.0 <= fwd <= 1.0 and -1.0 <= side <= 1.0 and -yl <= yaw <= yl and -pl <= pitch <= pl
+                and 0 <= buttons and not buttons & ~ALL_BUTTONS and (wsw == 0 or wsw in _WEAPON_IDS)
+                and -rl <= rp <= rl and -rl <= ry <= rl and -cl <= x <= cl and -cl <= y <= cl and -cl <= z <= cl
+            ):
+                return Command._make(v)
+    return _command_checked(v, lim)
+
+
+def _command_checked(v: object, lim: ProtocolLimits) -> Command:
+    f = _array(v, 13, "command")
+    duration = _float(f[3], 0.0, lim.max_command_duration_s, "command.duration_s")
+    if duration <= 0.0:
+        raise _fail(RejectReason.OUT_OF_RANGE, "command.duration_s must be > 0")
+    buttons = _int(f[8], 0, U32_MAX, "command.buttons")
+    if buttons & ~ALL_BUTTONS:
+        raise _fail(RejectReason.UNKNOWN_BUTTONS, f"command.buttons={buttons:#x}")
+    return Command(
+        seq=_int(f[0], 0, U32_MAX, "command.seq"),
+        client_tick=_int(f[1], 0, U32_MAX, "command.client_tick"),
+        view_time_s=_float(f[2], 0.0, lim.max_time_s, "command.view_time_s"),
+        duration_s=duration,
+        forward=_float(f[4], -1.0, 1.0, "command.forward"),
+        side=_float(f[5], -1.0, 1.0, "command.side"),
+        yaw_deg=_float(f[6], -lim.yaw_limit_deg, lim.yaw_limit_deg, "command.yaw_deg"),
+        pitch_deg=_float(f[7], -lim.pitch_limit_deg, lim.pitch_limit_deg, "command.pitch_deg"),
+        buttons=buttons,
+        weapon_switch=_weapon(f[9], True, "command.weapon_switch"),
+        recoil_pitch_deg=_float(f[10], -lim.recoil_limit_deg, lim.recoil_limit_deg, "command.recoil_pitch_deg"),
+        recoil_yaw_deg=_float(f[11], -lim.recoil_limit_deg, lim.recoil_limit_deg, "command.recoil_yaw_deg"),
+        pos=_vec3(f[12], lim.coord_limit_m, "command.pos"),
+    )
+
+
+def _shot(v: object, lim: ProtocolLimits) -> Shot:
+    if type(v) is tuple and len(v) == 8:
+        cmd_seq, weapon, yaw, pitch, vt, victim, point, bone = v
+        yl, pl, cl = lim.yaw_limit_deg, lim.pitch_limit_deg, lim.coord_limit_m
+        if (
+            type(cmd_seq) is int and type(weapon) is int and type(victim) is int and type(bone) is int
+            and type(yaw) is float and type(pitch) is float and type(vt) is float
+            and 0 <= cmd_seq <= U32_MAX and weapon in _WEAPON_IDS and bone in _BONE_IDS
+            and -1 <= victim < lim.max_slots and -yl <= yaw <= yl and -pl <= pitch <= pl
+            and 0.0 <= vt <= lim.max_time_s
+        ):
+            if point is None:
+                return Shot(cmd_seq, weapon, yaw, pitch, vt, None if victim == -1 else victim, None, bone)
+            if type(point) is tuple and len(point) == 3:
+                x, y, z = point
+                if (
+                    type(x) is float and type(y) is float and type(z) is float
+                    and -cl <= x <= cl and -cl <= y <= cl and -cl <= z <= cl
+                ):
+                    return Shot(cmd_seq, weapon, yaw, pitch, vt, None if victim == -1 else victim, point, bone)
+    return _shot_checked(v, lim)
+
+
+def _shot_checked(v: object, lim: ProtocolLimits) -> Shot:
+    f = _array(v, 8, "shot")
+    victim = _int(f[5], -1, lim.max_slots - 1, "shot.claimed_victim")
+    point = None if f[6] is None else _vec3(f[6], lim.coord_limit_m, "shot.claimed_hit_point")
+    bone = f[7]
+    if type(bone) is not int:
+        raise _fail(RejectReason.BAD_TYPE, "shot.claimed_bone must be an int")
+    if bone not in _BONE_IDS:
+        raise _fail(RejectReason.UNKNOWN_BONE, f"shot.claimed_bone={bone}")
+    return Shot(
+        cmd_seq=_int(f[0], 0, U32_MAX, "shot.cmd_seq"),
+        weapon=_weapon(f[1], False, "shot.weapon"),
+        yaw_deg=_float(f[2], -lim.yaw_limit_deg, lim.yaw_limit_deg, "shot.yaw_deg"),
+        pitch_deg=_float(f[3], -lim.pitch_limit_deg, lim.pitch_limit_deg, "shot.pitch_deg"),
+        view_time_s=_float(f[4], 0.0, lim.max_time_s, "shot.view_time_s"),
+        claimed_victim=None if victim == -1 else victim,
+        claimed_hit_point=point,
+        claimed_bone=bone,
+    )
+
+
+def _input(f: tuple[Any, ...], lim: ProtocolLimits) -> Input:
+    token = _bin(f[0], TOKEN_BYTES, "token")
+    packet_seq = _int(f[1], 0, U32_MAX, "packet_seq")
+    client_time = _float(f[2], 0.0, lim.max_time_s, "client_time_s")
+    ack = None if f[3] is None else _int(f[3], 0, U32_MAX, "ack_tick")
+    raw_cmds, raw_shots = f[4], f[5]
+    if type(raw_cmds) is not tuple:
+        raise _fail(RejectReason.BAD_TYPE, "commands must be an array")
+    if not raw_cmds:
+        raise _fail(RejectReason.NO_COMMANDS, "commands")
+    if len(raw_cmds) > lim.max_commands:
+        raise _fail(RejectReason.TOO_MANY_COMMANDS, f"{len(raw_cmds)} > {lim.max_commands}")
+    if type(raw_shots) is not tuple:
+        raise _fail(RejectReason.BAD_TYPE, "shots must be an array")
+    if len(raw_shots) > lim.max_shots:
+        raise _fail(RejectReason.TOO_MANY_SHOTS, f"{len(raw_shots)} > {lim.max_shots}")
+    commands = tuple(_command(c, lim) for c in raw_cmds)
+    seqs = [c.seq for c in commands]
+    for a, b in zip(seqs, seqs[1:]):
+        if b <= a:
+            raise _fail(RejectReason.COMMAND_ORDER, f"command seq {b} after {a}")
+    shots = tuple(_shot(s, lim) for s in raw_shots)
+    for s in shots:
+        if s.cmd_seq not in seqs:
+            raise _fail(RejectReason.ORPHAN_SHOT, f"shot.cmd_seq={s.cmd_seq}")
+    return Input(token, packet_seq, client_time, ack, commands, shots)
+
+
+def _connect(f: tuple[Any, ...], lim: ProtocolLimits) -> Connect:
+    nonce = _bin(f[0], NONCE_BYTES, "nonce")
+    name = _text(f[1], 1, lim.max_name_bytes, "name")
+    if type(f[2]) is not bytes:
+        raise _fail(RejectReason.BAD_TYPE, "padding must be bin")
+    return Connect(nonce, name)
+
+
+def _challenge_response(f: tuple[Any, ...], lim: ProtocolLimits) -> ChallengeResponse:
+    cookie = _bin(f[0], COOKIE_BYTES, "cookie")
+    nonce = _bin(f[1], NONCE_BYTES, "nonce")
+    name = _text(f[2], 1, lim.max_name_bytes, "name")
+    if type(f[3]) is not bytes:
+        raise _fail(RejectReason.BAD_TYPE, "padding must be bin")
+    return ChallengeResponse(cookie, nonce, name)
+
+
+def _ping(f: tuple[Any, ...], lim: ProtocolLimits) -> Ping:
+    return Ping(
+        _bin(f[0], TOKEN_BYTES, "token"),
+        _int(f[1], 0, U32_MAX, "packet_seq"),
+        _float(f[2], 0.0, lim.max_time_s, "client_time_s"),
+    )
+
+
+def _disconnect(f: tuple[Any, ...], lim: ProtocolLimits) -> Disconnect:
+    return Disconnect(_bin(f[0], TOKEN_BYTES, "token"), _int(f[1], 0, U32_MAX, "packet_seq"))
+
+
+def _challenge(f: tuple[Any, ...], lim: ProtocolLimits) -> Challenge:
+    return Challenge(_bin(f[0], COOKIE_BYTES, "cookie"))
+
+
+def _accept(f: tuple[Any, ...], lim: ProtocolLimits) -> Accept:
+    a = _array(f[5], 6, "limits")
+    limits = AcceptLimits(
+        max_datagram_bytes=_int(a[0], 1, 0xFFFF, "limits.max_datagram_bytes"),
+        max_commands=_int(a[1], 1, 255, "limits.max_commands"),
+        max_shots=_int(a[2], 0, 255, "limits.max_shots"),
+        max_command_duration_s=_float(a[3], 0.0, 10.0, "limits.max_command_duration_s"),
+        max_packets_per_s=_float(a[4], 0.0, 1e6, "limits.max_packets_per_s"),
+        max_bytes_per_s=_float(a[5], 0.0, 1e9, "limits.max_bytes_per_s"),
+    )
+    return Accept(
+        token=_bin(f[0], TOKEN_BYTES, "token"),
+        slot=_int(f[1], 0, lim.max_slots - 1, "slot"),
+        tick_rate_hz=_int(f[2], 1, lim.max_tick_rate_hz, "tick_rate_hz"),
+        map_name=_text(f[3], 1, lim.max_map_name_bytes, "map_name"),
+        server_time_s=_float(f[4], 0.0, lim.max_time_s, "server_time_s"),
+        limits=limits,
+    )
+
+
+def _reject(f: tuple[Any, ...], lim: ProtocolLimits) -> Reject:
+    return Reject(_code(f[0], RefuseCode, "code"))
+
+
+def _own(v: object, lim: ProtocolLimits) -> OwnState:
+    f = _array(v, 11, "own")
+    return OwnState(
+        pos=_vec3(f[0], lim.coord_limit_m, "own.pos"),
+        vel=_vec3(f[1], lim.speed_limit_m_s, "own.vel"),
+        yaw_deg=_float(f[2], -lim.yaw_limit_deg, lim.yaw_limit_deg, "own.yaw_deg"),
+        pitch_deg=_float(f[3], -lim.pitch_limit_deg, lim.pitch_limit_deg, "own.pitch_deg"),
+        health=_float(f[4], 0.0, lim.max_health, "own.health"),
+        weapon=_weapon(f[5], True, "own.weapon"),
+        ammo=_int(f[6], 0, lim.max_ammo, "own.ammo"),
+        reserve=_int(f[7], 0, lim.max_ammo, "own.reserve"),
+        stance=_int(f[8], 0, 1, "own.stance"),
+        on_ground=_bool(f[9], "own.on_ground"),
+        alive=_bool(f[10], "own.alive"),
+    )
+
+
+_ENTITY_REASON: Final = {
+    "length": RejectReason.BAD_ENTITY_BLOCK,
+    "non_finite": RejectReason.NON_FINITE,
+    "out_of_range": RejectReason.OUT_OF_RANGE,
+    "unknown_weapon": RejectReason.UNKNOWN_WEAPON,
+    "unknown_flags": RejectReason.UNKNOWN_FLAGS,
+    "duplicate_slot": RejectReason.DUPLICATE_SLOT,
+}
+
+
+def _snapshot(f: tuple[Any, ...], lim: ProtocolLimits) -> Snapshot:
+    tick = _int(f[0], 0, U32_MAX, "tick")
+    server_time = _float(f[1], 0.0, lim.max_time_s, "server_time_s")
+    last = None if f[2] is None else _int(f[2], 0, U32_MAX, "last_cmd_seq")
+    part_count = _int(f[4], 1, lim.max_snapshot_parts, "part_count")
+    part = _int(f[3], 0, part_count - 1, "part")
+    own = _own(f[5], lim)
+    block = f[6]
+    if type(block) is not bytes:
+        raise _fail(RejectReason.BAD_TYPE, "entities must be bin")
+    try:
+        decode_entities(block, lim.entity_limits())
+    except EntityBlockError as exc:
+        raise _fail(_ENTITY_REASON[exc.kind], f"entities: {exc}") from None
+    return Snapshot(tick, server_time, last, own, block, part, part_count)
+
+
+def _correction(f: tuple[Any, ...], lim: ProtocolLimits) -> Correction:
+    return Correction(
+        _int(f[0], 0, U32_MAX, "cmd_seq"),
+        _vec3(f[1], lim.coord_limit_m, "pos"),
+        _vec3(f[2], lim.speed_limit_m_s, "vel"),
+    )
+
+
+def _notice(f: tuple[Any, ...], lim: ProtocolLimits) -> Notice:
+    code = _code(f[0], NoticeCode, "code")
+    text = _text(f[1], 0, lim.max_notice_text_bytes, "text")
+    raw = f[2]
+    if type(raw) is not tuple:
+        raise _fail(RejectReason.BAD_TYPE, "numbers must be an array")
+    if len(raw) > lim.max_notice_numbers:
+        raise _fail(RejectReason.BAD_LENGTH, f"{len(raw)} numbers > {lim.max_notice_numbers}")
+    bound = lim.notice_number_limit
+    return Notice(code, text, tuple(_float(x, -bound, bound, "number") for x in raw))
+
+
+def _pong(f: tuple[Any, ...], lim: ProtocolLimits) -> Pong:
+    return Pong(
+        _int(f[0], 0, U32_MAX, "ping_seq"),
+        _float(f[1], 0.0, lim.max_time_s, "client_time_s"),
+        _float(f[2], 0.0, lim.max_time_s, "server_time_s"),
+    )
+
+
+def _server_disconnect(f: tuple[Any, ...], lim: ProtocolLimits) -> ServerDisconnect:
+    return ServerDisconnect(_code(f[0], DisconnectCode, "code"))
+
+
+_Parser = Callable[[tuple[Any, ...], ProtocolLimits], Message]
+
+_PARSERS: Final[dict[int, tuple[int, _Parser]]] = {
+    # type: (number of fields after [version, type], parser)
+    MsgType.CONNECT: (3, _connect),
+    MsgType.CHALLENGE_RESPONSE: (4, _challenge_response),
+    MsgType.INPUT: (6, _input),
+    MsgType.PING: (3, _ping),
+    MsgType.DISCONNECT: (2, _disconnect),
+    MsgType.CHALLENGE: (1, _challenge),
+    MsgType.ACCEPT: (6, _accept),
+    MsgType.REJECT: (1, _reject),
+    MsgType.SNAPSHOT: (7, _snapshot),
+    MsgType.CORRECTION: (3, _correction),
+    MsgType.NOTICE: (3, _notice),
+    MsgType.PONG: (3, _pong),
+    MsgType.SERVER_DISCONNECT: (1, _server_disconnect),
+}
+
+
+def peek_type(datagram: bytes, limits: ProtocolLimits = DEFAULT_LIMITS) -> MsgType:
+    """Validate the envelope only ([version, type, ...]) and return the type; raises ProtocolError."""
+    return _envelope(datagram, limits)[0]
+
+
+def _envelope(datagram: bytes, lim: ProtocolLimits) -> tuple[MsgType, tuple[Any, ...]]:
+    size = len(datagram)
+    if size > lim.max_datagram_bytes:
+        raise _fail(RejectReason.TOO_LARGE, f"{size} bytes")
+    cap = lim.max_datagram_bytes
+    try:
+        obj = msgpack.unpackb(
+            datagram,
+            use_list=False,
+            raw=False,
+            strict_map_key=True,
+            max_str_len=cap,
+            max_bin_len=cap,
+            max_array_len=64,
+            max_map_len=16,
+            max_ext_len=cap,
+        )
+    except UnicodeDecodeError:
+        raise _fail(RejectReason.BAD_STRING, "invalid UTF-8") from None
+    except Exception as exc:  # noqa: BLE001 - msgpack raises many types; all mean "not msgpack"
+        raise _fail(RejectReason.NOT_MSGPACK, type(exc).__name__) from None
+    if type(obj) is not tuple:
+        raise _fail(RejectReason.NOT_ARRAY, type(obj).__name__)
+    if len(obj) < 2:
+        raise _fail(RejectReason.BAD_ARITY, f"message has {len(obj)} elements")
+    version, mtype = obj[0], obj[1]
+    if type(version) is not int or version != PROTOCOL_VERSION:
+        raise _fail(RejectReason.BAD_VERSION, repr(version)[:32])
+    if type(mtype) is not int:
+        raise _fail(RejectReason.BAD_TYPE, "type must be an int")
+    try:
+        kind = MsgType(mtype)
+    except ValueError:
+        raise _fail(RejectReason.UNKNOWN_TYPE, str(mtype)) from None
+    return kind, obj
+
+
+def decode(
+    datagram: bytes,
+    limits: ProtocolLimits = DEFAULT_LIMITS,
+    *,
+    allowed: frozenset[MsgType] | None = None,
+) -> Message:
+    """Decode and validate one datagram; raises ProtocolError (and nothing else) when refused.
+
+    ``allowed`` restricts the accepted types (others raise WRONG_DIRECTION); see
+    :func:`decode_client` and :func:`decode_server`.
+    """
+    kind, obj = _envelope(datagram, limits)
+    if allowed is not None and kind not in allowed:
+        raise _fail(RejectReason.WRONG_DIRECTION, kind.name)
+    if kind in UNAUTHENTICATED_TYPES and len(datagram) < limits.min_unauth_request_bytes:
+        raise _fail(RejectReason.UNPADDED, f"{kind.name} of {len(datagram)} bytes")
+    arity, parser = _PARSERS[kind]
+    if len(obj) != arity + 2:
+        raise _fail(RejectReason.BAD_ARITY, f"{kind.name} has {len(obj) - 2} fields, expected {arity}")
+    return parser(obj[2:], limits)
+
+
+def decode_client(datagram: bytes, limits: ProtocolLimits = DEFAULT_LIMITS) -> ClientMessage:
+    """The server's decode: only client-to-server messages."""
+    return decode(datagram, limits, allowed=CLIENT_TYPES)  # type: ignore[return-value]
+
+
+def decode_server(datagram: bytes, limits: ProtocolLimits = DEFAULT_LIMITS) -> ServerMessage:
+    """A client's decode: only server-to-client messages."""
+    return decode(datagram, limits, allowed=SERVER_TYPES)  # type: ignore[return-value]

@@ -1,0 +1,94 @@
+"""Token-bucket rate limits per client: packets per second and bytes per second.
+
+Pure: every call takes the current time (s), so the same code runs in real and virtual time.
+A refused packet consumes nothing, so a client that floods only loses its excess.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimitConfig:
+    """Sustained rates and bursts of one client.
+
+    Attributes:
+        packets_per_s: sustained packets/s; 256 = 2x a 128 Hz client sending one packet per tick.
+        packet_burst: bucket depth (packets); 64 = 0.25 s at that rate, so a client whose packets
+            were held back by a network hiccup (Overwatch's 250 ms rewind cap) can flush them.
+        bytes_per_s: sustained bytes/s; 2 x 128 Hz x 1200-byte datagrams = 307,200.
+        byte_burst: bucket depth (bytes); 0.25 s at that rate.
+    """
+
+    packets_per_s: float = 256.0
+    packet_burst: float = 64.0
+    bytes_per_s: float = 307_200.0
+    byte_burst: float = 76_800.0
+
+    def __post_init__(self) -> None:
+        for name in ("packets_per_s", "packet_burst", "bytes_per_s", "byte_burst"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0.0):
+                raise ValueError(f"RateLimitConfig.{name} must be positive and finite, got {value!r}")
+
+
+class RateVerdict(str, Enum):
+    """Outcome of :meth:`ClientRateLimiter.allow`."""
+
+    OK = "ok"
+    PACKETS = "packets"
+    """Over the packet rate."""
+    BYTES = "bytes"
+    """Over the byte rate."""
+
+
+class TokenBucket:
+    """``rate`` tokens per second refill a bucket of ``burst`` tokens; it starts full."""
+
+    __slots__ = ("rate", "burst", "tokens", "_last_s")
+
+    def __init__(self, rate: float, burst: float, now_s: float) -> None:
+        self.rate = rate
+        self.burst = burst
+        self.tokens = burst
+        self._last_s = now_s
+
+    def refill(self, now_s: float) -> None:
+        """Add the tokens earned since the last call (a clock going backwards earns nothing)."""
+        elapsed = now_s - self._last_s
+        if elapsed > 0.0:
+            self.tokens = min(self.burst, self.tokens + elapsed * self.rate)
+            self._last_s = now_s
+
+    def take(self, cost: float, now_s: float) -> bool:
+        """Spend ``cost`` tokens if available; False (and nothing spent) otherwise."""
+        self.refill(now_s)
+        if self.tokens >= cost:
+            self.tokens -= cost
+            return True
+        return False
+
+
+class ClientRateLimiter:
+    """Both buckets of one client; a packet passes only when both can pay for it."""
+
+    __slots__ = ("packets", "bytes")
+
+    def __init__(self, config: RateLimitConfig, now_s: float) -> None:
+        self.packets = TokenBucket(config.packets_per_s, config.packet_burst, now_s)
+        self.bytes = TokenBucket(config.bytes_per_s, config.byte_burst, now_s)
+
+    def allow(self, size_bytes: int, now_s: float) -> RateVerdict:
+        """Account one datagram of ``size_bytes`` arriving at ``now_s`` (s)."""
+        self.packets.refill(now_s)
+        self.bytes.refill(now_s)
+        if self.packets.tokens < 1.0:
+            return RateVerdict.PACKETS
+        if self.bytes.tokens < size_bytes:
+            return RateVerdict.BYTES
+        self.packets.tokens -= 1.0
+        self.bytes.tokens -= size_bytes
+        return RateVerdict.OK

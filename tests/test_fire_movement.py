@@ -1,0 +1,294 @@
+"""Fire-rate, shot-geometry, backtrack and movement detectors on synthetic event streams."""
+
+from __future__ import annotations
+
+import pytest
+
+from anticheat.events import (
+    ConnectionSample,
+    Detection,
+    FireEvidence,
+    FireKind,
+    MovementEvidence,
+    MovementKind,
+    ShotClaim,
+    ShotResult,
+    SpawnEvent,
+)
+from anticheat.fire import FireConfig, FireDetector
+from anticheat.movement import KindRule, MovementConfig, MovementDetector
+from anticheat.skip import SkipBook
+from lagcomp.shot import RewindDecision
+from world.weapons import WeaponId
+
+PISTOL = int(WeaponId.PISTOL)
+SHOTGUN = int(WeaponId.SHOTGUN)
+SMG = int(WeaponId.SMG)
+ORIGIN = (5.0, 5.0, 1.64)
+
+
+def book(player: int = 1, *, rtt_ms: float = 60.0, jitter_ms: float = 2.0, loss: float = 0.0,
+         since_update_s: float = 0.0, time_s: float = 0.0) -> SkipBook:
+    b = SkipBook()
+    b.record(ConnectionSample(player=player, time_s=time_s, rtt_ms=rtt_ms, jitter_ms=jitter_ms, loss=loss,
+                              since_update_s=since_update_s))
+    return b
+
+
+def shot(t: float, *, weapon: int = PISTOL, pellet: int = 0, hit: tuple[float, float, float] | None = None,
+         claimed_origin: tuple[float, float, float] | None = None, view_time_s: float | None = None,
+         decision: RewindDecision = RewindDecision.CLAIMED, rewind_time_s: float | None = None) -> ShotResult:
+    return ShotResult(
+        shooter=1, tick=round(t * 64), time_s=t, weapon=weapon, pellet=pellet, origin=ORIGIN,
+        direction=(1.0, 0.0, 0.0), rewind_time_s=t - 0.13 if rewind_time_s is None else rewind_time_s,
+        rewind_decision=decision, rewind_clamped=False, victim=None, victim_generation=0, bone=0,
+        hit_point=(15.0, 5.0, 1.64), distance_m=10.0, blocked_by_wall=False, victim_pos=None,
+        victim_speed_m_s=0.0, damage=0.0,
+        claim=ShotClaim(shooter=1, weapon=weapon, yaw_deg=0.0, pitch_deg=0.0, view_time_s=view_time_s,
+                        claimed_hit_point=hit, claimed_origin=claimed_origin),
+    )
+
+
+def fire_all(det: FireDetector, skip: SkipBook, shots: list[ShotResult]) -> list[Detection]:
+    out: list[Detection] = []
+    for s in shots:
+        out += det.on_shot(s, skip)
+    return out
+
+
+# --- timing ----------------------------------------------------------------------------------
+
+
+def test_scripted_crouch_cancel_is_auto_c() -> None:
+    det = FireDetector()
+    # Pistol crouch-cancel interval 0.20 s: judged 0.20 + 1/64 + 2 * 2 ms = 0.22 < 0.24.
+    found = fire_all(det, book(), [shot(1.0 + 0.2 * i) for i in range(4)])
+    assert [d.kind for d in found] == ["auto_c"]
+    assert found[0].value == pytest.approx(0.2)
+    assert found[0].evidence["limit_s"] == 0.240
+
+
+def test_honest_fire_rates_are_clean() -> None:
+    det = FireDetector()
+    assert fire_all(det, book(), [shot(1.0 + 0.6 * i) for i in range(20)]) == []
+    # A human crouch-cancel at 0.26 s over a 10 ms-jitter link stays above the limit.
+    det2 = FireDetector()
+    assert fire_all(det2, book(jitter_ms=10.0), [shot(1.0 + 0.26 * i) for i in range(20)]) == []
+    # Two cancels are not yet a pattern.
+    det3 = FireDetector()
+    assert fire_all(det3, book(), [shot(1.0 + 0.2 * i) for i in range(3)]) == []
+    # Automatic fire at its interval, and quantised a tick short, is fine.
+    det4 = FireDetector()
+    assert fire_all(det4, book(), [shot(1.0 + 0.075 * i, weapon=SMG) for i in range(30)]) == []
+    assert fire_all(det4, book(), [shot(10.0 + 0.0625 * i, weapon=SMG) for i in range(30)]) == []
+
+
+def test_auto_c_pattern_spread_over_time_is_not_detected() -> None:
+    det = FireDetector()
+    shots = []
+    for k in range(3):  # one scripted pair every 8 s: 3 fast intervals span 16 s > 10 s
+        shots += [shot(8.0 * k), shot(8.0 * k + 0.2)]
+    assert fire_all(det, book(), shots) == []
+
+
+def test_rapid_fire() -> None:
+    det = FireDetector()
+    shots = []
+    for k in range(3):
+        shots += [shot(1.0 + k, weapon=SHOTGUN), shot(1.0 + k + 0.01, weapon=SHOTGUN)]
+    found = fire_all(det, book(), shots)
+    assert [d.kind for d in found] == ["rapid_fire"]
+    det2 = FireDetector()
+    found2 = fire_all(det2, book(), [shot(1.0 + 0.04 * i, weapon=SMG) for i in range(5)])
+    assert [d.kind for d in found2] == ["rapid_fire"]
+
+
+def test_pellets_and_weapon_switches_are_not_intervals() -> None:
+    det = FireDetector()
+    shots = []
+    for k in range(5):
+        shots += [shot(1.0 + k, weapon=SHOTGUN, pellet=p) for p in range(8)]
+        shots.append(shot(1.0 + k + 0.05, weapon=PISTOL))  # switch, then another weapon fires
+    assert fire_all(det, book(), shots) == []
+
+
+def test_too_soon_refusals() -> None:
+    det = FireDetector()
+    skip = book()
+
+    def refused(t: float) -> FireEvidence:
+        return FireEvidence(player=1, tick=round(t * 64), time_s=t, weapon=PISTOL, kind=FireKind.TOO_SOON,
+                            interval_s=0.1, allowed_s=0.6)
+
+    assert [d for i in range(4) for d in det.on_fire(refused(1.0 + i), skip)] == []
+    found = det.on_fire(refused(5.0), skip)
+    assert [(d.kind, d.evidence["source"]) for d in found] == [("rapid_fire", "too_soon")]
+    empty = FireEvidence(player=1, tick=1, time_s=6.0, weapon=PISTOL, kind=FireKind.EMPTY,
+                         interval_s=1.0, allowed_s=0.6)
+    assert det.on_fire(empty, skip) == ()
+
+
+def test_lagging_shooter_is_skipped() -> None:
+    det = FireDetector()
+    skip = book(loss=0.2)
+    assert fire_all(det, skip, [shot(1.0 + 0.2 * i) for i in range(10)]) == []
+    assert det.skip_counts() == {"high_loss": 10}
+
+
+# --- geometry ----------------------------------------------------------------------------------
+
+
+def test_silent_aim_geometry() -> None:
+    det = FireDetector()
+    skip = book()
+    assert fire_all(det, skip, [shot(1.0, hit=(0.0, 0.0, 0.0))]) == []
+    found = fire_all(det, skip, [shot(2.0, hit=(ORIGIN[0] + 0.005, ORIGIN[1], ORIGIN[2]))])
+    assert [d.kind for d in found] == ["silent_aim_geometry"]
+    det2 = FireDetector()
+    honest = [shot(1.0 + i, hit=(15.0, 5.0, 1.5)) for i in range(10)]
+    assert fire_all(det2, skip, honest) == []
+
+
+def test_afk_ghost_from_claimed_origin_or_unreachable_hit() -> None:
+    skip = book()
+    det = FireDetector()
+    far = (ORIGIN[0] + 20.0, ORIGIN[1], ORIGIN[2])
+    found = fire_all(det, skip, [shot(1.0, claimed_origin=far, hit=(40.0, 5.0, 1.6)),
+                                 shot(2.0, claimed_origin=far, hit=(40.0, 5.0, 1.6))])
+    assert [(d.kind, d.evidence["check"]) for d in found] == [("afk_ghost", "origin_offset")]
+    det2 = FireDetector()
+    near = (ORIGIN[0] + 5.0, ORIGIN[1], ORIGIN[2])
+    assert fire_all(det2, skip, [shot(1.0 + i, claimed_origin=near, hit=(20.0, 5.0, 1.6)) for i in range(5)]) == []
+    # Without a claimed origin: a pistol (35 m) hit claimed 60 m away is out of reach (+15 m).
+    det3 = FireDetector()
+    beyond = (ORIGIN[0] + 60.0, ORIGIN[1], ORIGIN[2])
+    found3 = fire_all(det3, skip, [shot(1.0, hit=beyond), shot(2.0, hit=beyond)])
+    assert [(d.kind, d.evidence["check"]) for d in found3] == [("afk_ghost", "hit_beyond_range")]
+    det4 = FireDetector()
+    edge = (ORIGIN[0] + 45.0, ORIGIN[1], ORIGIN[2])
+    assert fire_all(det4, skip, [shot(1.0 + i, hit=edge) for i in range(5)]) == []
+
+
+# --- backtrack -----------------------------------------------------------------------------------
+
+
+def test_backtrack_consistently_stale_claims() -> None:
+    skip = book(rtt_ms=60.0)
+    det = FireDetector()
+    # Expected age 0.03 + 0.1 + 0.02 = 0.15 s; claims 0.4 s old (inside lagcomp's tolerance or not).
+    stale = [shot(1.0 + i, view_time_s=1.0 + i - 0.4) for i in range(20)]
+    found = fire_all(det, skip, stale)
+    assert [d.kind for d in found] == ["backtrack"]
+    assert found[0].value == pytest.approx(0.4)
+    det2 = FireDetector()
+    honest = [shot(1.0 + i, view_time_s=1.0 + i - 0.14) for i in range(40)]
+    assert fire_all(det2, skip, honest) == []
+    # Occasional stale claims (a hitch) are not "consistently".
+    det3 = FireDetector()
+    mixed = [shot(1.0 + i, view_time_s=1.0 + i - (0.4 if i % 3 == 0 else 0.14)) for i in range(60)]
+    assert fire_all(det3, skip, mixed) == []
+
+
+def test_backtrack_from_overruled_claims_without_connection_figures() -> None:
+    skip = book(rtt_ms=60.0)
+    det = FireDetector(FireConfig(stale_margin_s=10.0))  # only the lagcomp verdict can count
+    overruled = [shot(1.0 + i, view_time_s=0.5 + i, decision=RewindDecision.ESTIMATE, rewind_time_s=0.87 + i)
+                 for i in range(20)]
+    assert [d.kind for d in fire_all(det, skip, overruled)] == ["backtrack"]
+    det2 = FireDetector(FireConfig(stale_margin_s=10.0))
+    ahead = [shot(1.0 + i, view_time_s=1.0 + i, decision=RewindDecision.ESTIMATE, rewind_time_s=0.87 + i)
+             for i in range(20)]  # claims *newer* than the estimate are not backtracking
+    assert fire_all(det2, skip, ahead) == []
+
+
+# --- movement ------------------------------------------------------------------------------------
+
+
+def ev(kind: MovementKind, t: float, value: float = 9.0, limit: float = 6.0) -> MovementEvidence:
+    return MovementEvidence(player=1, tick=round(t * 64), time_s=t, kind=kind, value=value, limit=limit,
+                            claimed=(1.0, 1.0, 0.0), authoritative=(0.0, 0.0, 0.0), setback=True)
+
+
+def move_all(det: MovementDetector, skip: SkipBook, evidence: list[MovementEvidence]) -> list[Detection]:
+    out: list[Detection] = []
+    for e in evidence:
+        out += det.on_movement(e, skip)
+    return out
+
+
+def test_movement_counts_in_windows() -> None:
+    skip = book()
+    det = MovementDetector()
+    found = move_all(det, skip, [ev(MovementKind.SPEED, t) for t in (10.0, 12.0, 14.0)])
+    assert [(d.kind, d.detector) for d in found] == [("speed", "movement")]
+    assert move_all(MovementDetector(), skip, [ev(MovementKind.SPEED, t) for t in (10.0, 16.0, 22.0)]) == []
+    def kinds(evidence: list[MovementEvidence]) -> list[str]:
+        return [d.kind for d in move_all(MovementDetector(), skip, evidence)]
+
+    assert kinds([ev(MovementKind.TELEPORT, 5.0, 60.0, 40.0)]) == ["teleport"]
+    assert kinds([ev(MovementKind.WALL_CLIP, 5.0)]) == []
+    assert kinds([ev(MovementKind.WALL_CLIP, t) for t in (5.0, 6.0)]) == ["wall_clip"]
+    assert kinds([ev(MovementKind.TIMER, t) for t in (5.0, 6.0, 7.0)]) == ["timer"]
+    custom = MovementDetector(MovementConfig(teleport=KindRule(2, 5.0, 0.9)))
+    assert move_all(custom, skip, [ev(MovementKind.TELEPORT, 5.0)]) == []
+    assert [d.severity for d in move_all(custom, skip, [ev(MovementKind.TELEPORT, 6.0)])] == [0.9]
+
+
+def test_movement_respawn_and_lag_spikes_protect_honest_players() -> None:
+    skip = book()
+    det = MovementDetector()
+    det.on_spawn(SpawnEvent(player=1, tick=640, time_s=10.0), skip)
+    assert move_all(det, skip, [ev(MovementKind.TELEPORT, 10.2, 50.0, 40.0)]) == []
+    # Two speed flags before the spawn do not carry over into the new life.
+    det2 = MovementDetector()
+    move_all(det2, skip, [ev(MovementKind.SPEED, 9.0), ev(MovementKind.SPEED, 9.5)])
+    det2.on_spawn(SpawnEvent(player=1, tick=640, time_s=10.0), skip)
+    assert move_all(det2, skip, [ev(MovementKind.SPEED, 11.5)]) == []
+    # A lag spike: the player is paused, then the queued commands arrive as a burst.
+    det3 = MovementDetector()
+    spike = book(since_update_s=1.5, time_s=20.0)
+    det3.on_connection(spike.connection(1), spike)  # type: ignore[arg-type]
+    burst = [ev(MovementKind.TIMER, 20.2), ev(MovementKind.TIMER, 20.4), ev(MovementKind.TIMER, 20.6)]
+    assert move_all(det3, skip, burst) == []
+    assert det3.skip_counts() == {"lag_grace": 3}
+    move_all(det3, spike, [ev(MovementKind.SPEED, 25.0)])
+    assert det3.skip_counts()["paused"] == 1
+    # After the grace, a real timer hack is still caught.
+    later = [ev(MovementKind.TIMER, t) for t in (30.0, 31.0, 32.0)]
+    assert [d.kind for d in move_all(det3, skip, later)] == ["timer"]
+
+
+def test_every_config_field_can_be_overridden_from_toml() -> None:
+    tolerances = pytest.importorskip("anticheat.tolerances")
+    from anticheat.aimdetect import AimDetectConfig
+    from anticheat.aimstats import AimStatsConfig
+    from anticheat.population import PopulationConfig
+
+    text = """
+    [fire]
+    auto_c_pistol_s = 0.25
+    backtrack_min = 15
+    [movement]
+    lag_grace_s = 2
+    [movement.teleport]
+    count = 2
+    [aimstats]
+    window_samples = 1024
+    [population]
+    sd_floor = [["hit_ratio", 0.02]]
+    lower_is_suspicious = ["time_to_kill_s", "reaction_s"]
+    [aimdetect]
+    alpha = 0.005
+    [aimdetect.features]
+    shot_ring = 16
+    """
+    configs = {"fire": FireConfig(), "movement": MovementConfig(), "aimstats": AimStatsConfig(),
+               "population": PopulationConfig(), "aimdetect": AimDetectConfig()}
+    out = tolerances.apply_all(configs, tolerances.load_overrides(text))
+    assert out["fire"].auto_c_limit_s(PISTOL) == 0.25 and out["fire"].backtrack_min == 15
+    assert out["movement"].teleport.count == 2 and out["movement"].lag_grace_s == 2.0
+    assert out["aimstats"].window_samples == 1024
+    assert out["population"].sd_floor == (("hit_ratio", 0.02),)
+    assert out["aimdetect"].alpha == 0.005 and out["aimdetect"].features.shot_ring == 16
+    with pytest.raises(tolerances.ToleranceError):
+        tolerances.apply_all(configs, tolerances.load_overrides("[fire]\nbacktrack_min = 30\n"))

@@ -1,0 +1,367 @@
+"""Movement validation (claims vs the authoritative simulation) and the timer check."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from physics.buttons import Buttons
+from physics.config import MovementConfig, ValidationConfig
+from physics.evidence import MovementEvidence, MovementKind
+from physics.movement import MoveCommands, MoveResult, simulate
+from physics.validation import MovementValidator, TimerBalance, ValidationResult, Verdict
+from world.geometry import MapGeometry
+from world.mapfile import GameMap, Wall, builtin_map
+from world.weapons import WEAPONS, WeaponId
+
+DT = 1.0 / 64.0
+SPEED = WEAPONS[WeaponId.RIFLE].move_speed_m_s
+WALL_X = 5.0
+
+
+@pytest.fixture(scope="module")
+def wall_geometry() -> MapGeometry:
+    """A 200 m square with one thin wall whose faces are x = 5 and x = 5.3."""
+    wall = Wall("w", ((WALL_X, -40.0), (WALL_X + 0.3, -40.0), (WALL_X + 0.3, 40.0), (WALL_X, 40.0)), 4.0)
+    return MapGeometry(GameMap(name="wall", bounds=(-100.0, -100.0, 100.0, 100.0), walls=(wall,), spawns=()))
+
+
+@pytest.fixture(scope="module")
+def corridors_geometry() -> MapGeometry:
+    return MapGeometry(builtin_map("corridors"))
+
+
+Claim = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+"""(client position before, authoritative before, authoritative after) -> claimed position."""
+
+
+class Server:
+    """K players simulated authoritatively and validated each tick (zero-latency corrections:
+    a corrected client is told at once and acknowledges)."""
+
+    def __init__(self, geometry: MapGeometry, pos: np.ndarray, config: ValidationConfig | None = None) -> None:
+        self.geometry = geometry
+        k = len(pos)
+        self.slots = np.arange(k)
+        self.pos = np.asarray(pos, dtype=np.float64).copy()
+        self.vel = np.zeros((k, 3))
+        self.on_ground = np.ones(k, dtype=bool)
+        self.stance = np.zeros(k, dtype=np.int8)
+        self.client = self.pos.copy()
+        self.validator = MovementValidator(k, config)
+        self.evidence: list[MovementEvidence] = []
+        self.verdicts: list[np.ndarray] = []
+        self.tick = 0
+
+    def step(self, cmd: MoveCommands, claim: Claim | None = None) -> tuple[MoveResult, ValidationResult]:
+        res = simulate(self.pos, self.vel, self.on_ground, self.stance, cmd, SPEED, self.geometry)
+        claimed = res.pos.astype(np.float32).astype(np.float64) if claim is None else claim(self.client, self.pos, res.pos)
+        out = self.validator.validate(
+            self.slots, self.pos, self.vel, self.on_ground, cmd, res, claimed, SPEED, self.geometry, self.tick, self.tick * DT
+        )
+        self.evidence.extend(out.evidence)
+        self.verdicts.append(out.verdict)
+        corrected = out.setback
+        self.client = np.where(corrected[:, None], out.pos, claimed)
+        if corrected.any():
+            self.validator.acknowledge(self.slots[corrected])
+        self.pos, self.vel, self.on_ground, self.stance = out.pos, res.vel, res.on_ground, res.stance
+        self.tick += 1
+        return res, out
+
+
+def run_forward(k: int = 1, yaw: float = 90.0, buttons: int = 0) -> MoveCommands:
+    return MoveCommands(np.ones(k), np.zeros(k), np.full(k, yaw), np.zeros(k), np.full(k, buttons), np.full(k, DT))
+
+
+def scaled(factor: float) -> Claim:
+    """A speed hack: the client moves ``factor`` times the model's horizontal step."""
+
+    def claim(client: np.ndarray, before: np.ndarray, after: np.ndarray) -> np.ndarray:
+        step = after - before
+        step[:, :2] *= factor
+        return client + step
+
+    return claim
+
+
+def test_honest_clients_are_always_accepted(corridors_geometry: MapGeometry) -> None:
+    """32 players with random held inputs, sliding along corridor walls, jumping and crouching,
+    claims rounded to float32 as on the wire: every claim accepted, no evidence, no correction."""
+    rng = np.random.default_rng(7)
+    spawns = np.array([(s.x, s.y) for s in corridors_geometry.game_map.spawns])
+    k = 32
+    server = Server(corridors_geometry, np.column_stack([spawns[rng.integers(0, len(spawns), k)], np.zeros(k)]))
+    cmd = MoveCommands(np.ones(k), np.zeros(k), rng.uniform(-180, 180, k), np.zeros(k), np.zeros(k, dtype=int), np.full(k, DT))
+    touched = 0
+    for _ in range(400):
+        change = rng.random(k) < 0.05
+        cmd = MoveCommands(
+            np.where(change, rng.uniform(-1, 1, k), cmd.forward_move),
+            np.where(change, rng.uniform(-1, 1, k), cmd.side_move),
+            np.where(change, rng.uniform(-180, 180, k), cmd.yaw_deg),
+            cmd.pitch_deg,
+            np.where(change, rng.integers(0, 64, k), cmd.buttons),
+            cmd.dt_s,
+        )
+        res, out = server.step(cmd)
+        touched += int(res.touched_wall.sum())
+        assert out.accepted.all() and not out.setback.any()
+    assert server.evidence == []
+    assert server.validator.desyncs.sum() == 0 and server.validator.advantage_m.max() < 1e-3
+    assert touched > 100
+
+
+def test_speed_hack_is_flagged_and_set_back(wall_geometry: MapGeometry) -> None:
+    server = Server(wall_geometry, np.array([[-50.0, -60.0, 0.0]]))
+    for _ in range(64):
+        server.step(run_forward())
+    assert server.evidence == []
+    honest_end = server.pos.copy()
+    for _ in range(128):
+        server.step(run_forward(), scaled(1.5))
+    kinds = {e.kind for e in server.evidence}
+    assert kinds == {MovementKind.SPEED}
+    assert len(server.evidence) >= 30
+    for e in server.evidence:
+        assert e.setback and e.value > e.limit
+        assert e.value == pytest.approx(1.5 * SPEED, rel=0.02)
+        # Per command (limit with the 10 % tolerance) or from the accumulated advantage of the
+        # commands that stayed within accept_m (limit without it).
+        assert e.limit == pytest.approx(1.1 * SPEED, rel=1e-6) or e.limit == pytest.approx(SPEED, rel=1e-6)
+    # The server never moved the player faster than the model: 2 s at the rifle's speed.
+    assert server.pos[0, 1] - honest_end[0, 1] == pytest.approx(128 * DT * SPEED, rel=1e-6)
+
+
+def test_small_speed_hack_caught_by_accumulated_advantage(wall_geometry: MapGeometry) -> None:
+    """1.05x stays inside the 10 % tolerance on every command; Grim's advantage still adds up."""
+    server = Server(wall_geometry, np.array([[-50.0, -60.0, 0.0]]))
+    for _ in range(64):
+        server.step(run_forward())
+    for _ in range(64 * 6):
+        server.step(run_forward(), scaled(1.05))
+    speed = [e for e in server.evidence if e.kind is MovementKind.SPEED]
+    assert speed, "the accumulated advantage never triggered"
+    assert {e.kind for e in server.evidence} == {MovementKind.SPEED}
+    for e in speed:
+        assert e.limit < e.value < e.limit * 1.1
+    # In between, the drift beyond accept_m was corrected as plain desyncs.
+    assert server.validator.desyncs[0] > 0
+
+
+def test_claim_through_a_wall_is_wall_clip(wall_geometry: MapGeometry) -> None:
+    server = Server(wall_geometry, np.array([[WALL_X - 0.5, 0.0, 0.0]]))
+    server.step(run_forward(yaw=0.0))
+
+    def through(client: np.ndarray, before: np.ndarray, after: np.ndarray) -> np.ndarray:
+        return before + np.array([[1.2, 0.0, 0.0]])
+
+    _, out = server.step(run_forward(yaw=0.0), through)
+    assert out.setback[0] and out.verdict[0] == Verdict.WALL_CLIP
+    (e,) = server.evidence
+    assert e.kind is MovementKind.WALL_CLIP and e.setback
+    assert e.claimed is not None and e.claimed[0] > WALL_X + 0.3
+    assert e.value > 0.5
+    assert not wall_geometry.circle_blocked(out.pos[:, :2]).any()
+
+
+def test_claim_ending_inside_a_wall_is_wall_clip(wall_geometry: MapGeometry) -> None:
+    server = Server(wall_geometry, np.array([[WALL_X - 0.5, 0.0, 0.0]]))
+    server.step(run_forward(yaw=0.0))
+
+    def into(client: np.ndarray, before: np.ndarray, after: np.ndarray) -> np.ndarray:
+        return np.array([[WALL_X - 0.3, before[0, 1], 0.0]])
+
+    _, out = server.step(run_forward(yaw=0.0), into)
+    assert out.verdict[0] == Verdict.WALL_CLIP
+    assert [e.kind for e in server.evidence] == [MovementKind.WALL_CLIP]
+
+
+def test_long_jump_is_teleport(wall_geometry: MapGeometry) -> None:
+    server = Server(wall_geometry, np.array([[-50.0, 0.0, 0.0]]))
+
+    def jump(client: np.ndarray, before: np.ndarray, after: np.ndarray) -> np.ndarray:
+        return before + np.array([[0.0, 50.0, 0.0]])
+
+    _, out = server.step(run_forward(), jump)
+    assert out.verdict[0] == Verdict.TELEPORT and out.setback[0]
+    (e,) = server.evidence
+    assert e.kind is MovementKind.TELEPORT and e.value == pytest.approx(50.0) and e.limit == 40.0
+    assert out.pos[0, 1] < 0.1
+
+
+def test_desync_is_corrected_without_evidence(wall_geometry: MapGeometry) -> None:
+    server = Server(wall_geometry, np.array([[-50.0, -60.0, 0.0]]))
+    for _ in range(64):
+        server.step(run_forward())
+
+    def off(client: np.ndarray, before: np.ndarray, after: np.ndarray) -> np.ndarray:
+        return after + np.array([[0.0, -0.06, 0.0]])  # lagging behind, not faster
+
+    _, out = server.step(run_forward(), off)
+    assert out.setback[0] and out.verdict[0] == Verdict.DESYNC
+    assert server.evidence == [] and server.validator.desyncs[0] == 1
+
+
+def test_claims_before_acknowledgement_are_corrected_silently(wall_geometry: MapGeometry) -> None:
+    """After a respawn the client still claims its old position until the correction arrives."""
+    validator = MovementValidator(1)
+    pos = np.array([[0.0, 0.0, 0.0]])
+    old = np.array([[60.0, 0.0, 0.0]])
+    validator.reset(0, now_s=0.0)
+    cmd = run_forward()
+    for i in range(10):
+        res = simulate(pos, np.zeros((1, 3)), [True], [0], cmd, SPEED, wall_geometry)
+        out = validator.validate(np.array([0]), pos, np.zeros((1, 3)), np.array([True]), cmd, res, old, SPEED, wall_geometry, i, i * DT)
+        assert out.verdict[0] == Verdict.PENDING and out.setback[0] and out.evidence == ()
+    assert validator.suppressed[0] == 10
+    # Once the client is where the server put it, it is judged again.
+    out = validator.validate(np.array([0]), pos, np.zeros((1, 3)), np.array([True]), cmd, res, res.pos, SPEED, wall_geometry, 11, 11 * DT)
+    assert out.accepted[0]
+    out = validator.validate(np.array([0]), pos, np.zeros((1, 3)), np.array([True]), cmd, res, old, SPEED, wall_geometry, 12, 12 * DT)
+    assert out.verdict[0] == Verdict.TELEPORT
+    # A client that never acknowledges is judged again after the timeout.
+    validator.reset(0, now_s=20.0)
+    out = validator.validate(np.array([0]), pos, np.zeros((1, 3)), np.array([True]), cmd, res, old, SPEED, wall_geometry, 0, 20.5)
+    assert out.verdict[0] == Verdict.PENDING
+    out = validator.validate(np.array([0]), pos, np.zeros((1, 3)), np.array([True]), cmd, res, old, SPEED, wall_geometry, 0, 21.01)
+    assert out.verdict[0] == Verdict.TELEPORT
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_claims_rejected_without_touching_state(wall_geometry: MapGeometry, bad: float) -> None:
+    server = Server(wall_geometry, np.array([[-50.0, 0.0, 0.0], [-40.0, 0.0, 0.0]]))
+
+    def poisoned(client: np.ndarray, before: np.ndarray, after: np.ndarray) -> np.ndarray:
+        out = after.copy()
+        out[0, 1] = bad
+        return out
+
+    _, out = server.step(run_forward(2), poisoned)
+    assert out.verdict.tolist() == [Verdict.REJECTED, Verdict.ACCEPTED]
+    assert out.setback.tolist() == [True, False]
+    assert np.all(np.isfinite(out.pos)) and np.all(np.isfinite(server.validator.last_claim))
+    assert server.evidence == [] and server.validator.rejected.tolist() == [1, 0]
+
+
+# ---------------------------------------------------------------------- timer
+
+
+def test_timer_real_rate_never_flagged() -> None:
+    timer = TimerBalance(1)
+    rng = np.random.default_rng(3)
+    # One command per tick, arriving with up to 40 ms of jitter.
+    arrival = 0.0
+    for i in range(64 * 10):
+        arrival = max(arrival, i * DT + rng.uniform(0.0, 0.04))
+        accepted, ev = timer.on_commands(0, 1, DT, arrival)
+        assert accepted == 1 and ev is None
+
+
+def test_timer_fast_client_flagged_and_excess_dropped() -> None:
+    """A client sending commands at 1.5x real time: flagged once its lead exceeds 120 ms, and the
+    commands the server applies never run ahead of real time by more than the allowance."""
+    timer = TimerBalance(1)
+    applied = 0
+    first_flag = None
+    evidence = []
+    sent = 0.0
+    for i in range(1, 64 * 4 + 1):
+        now = i * DT
+        n = int(np.floor(1.5 * i)) - int(np.floor(1.5 * (i - 1)))
+        sent += n
+        accepted, ev = timer.on_commands(0, n, DT, now)
+        applied += accepted
+        assert applied * DT <= now + 0.120 + 1e-9
+        if ev is not None:
+            evidence.append(ev)
+            first_flag = first_flag if first_flag is not None else now
+    assert first_flag is not None and 0.2 < first_flag < 0.3  # 0.120 s of lead at 0.5 s per s
+    assert all(e.kind is MovementKind.TIMER and e.value > e.limit == 120.0 for e in evidence)
+    # The balance starts at the first arrival (t = DT): real time since then plus the allowance.
+    assert applied * DT == pytest.approx(4.0 - DT + 0.120, abs=DT)
+    assert timer.dropped[0] == sent - applied
+
+
+def test_timer_lag_cannot_be_banked() -> None:
+    """Silent for 1 s, then the client flushes 1 s of commands: at most floor + allowance
+    (0.24 s) is applied; the rest is dropped, silently because it follows the clamped silence.
+    Without forgiveness the same burst is evidence."""
+    for forgive in (True, False):
+        timer = TimerBalance(1, ValidationConfig(timer_forgive_lag_burst=forgive))
+        for i in range(64):
+            assert timer.on_commands(0, 1, DT, i * DT) == (1, None)
+        now = 63 * DT + 1.0
+        accepted, ev = timer.on_commands(0, 64, DT, now)
+        assert accepted == int((0.120 + 0.120) / DT)
+        assert (ev is None) == forgive
+        if forgive:
+            assert timer.forgiven[0] == 64 - accepted
+        # Back at real rate afterwards: never flagged again.
+        for i in range(1, 128):
+            assert timer.on_commands(0, 1, DT, now + i * DT) == (1, None)
+
+
+def test_timer_small_catch_up_after_silence_accepted() -> None:
+    timer = TimerBalance(1, ValidationConfig(timer_forgive_lag_burst=False))
+    timer.on_commands(0, 1, DT, 0.0)
+    # 1 s of silence, then 0.2 s worth of commands: within floor + allowance.
+    assert timer.on_commands(0, 12, DT, 1.0) == (12, None)
+
+
+def test_timer_sustained_over_rate_after_lag_is_flagged() -> None:
+    """Forgiveness covers the clamped silence only, not a speed hack that follows it."""
+    timer = TimerBalance(1)
+    timer.on_commands(0, 1, DT, 0.0)
+    flagged = False
+    for i in range(1, 64 * 4):
+        _, ev = timer.on_commands(0, 2, DT, 0.5 + i * DT)
+        flagged |= ev is not None
+    assert flagged
+
+
+def test_timer_reset_and_bad_input() -> None:
+    timer = TimerBalance(2)
+    timer.on_commands(0, 20, DT, 0.0)
+    timer.reset(0)
+    assert timer.on_commands(0, 1, DT, 0.01) == (1, None)
+    for bad in (np.nan, np.inf, 0.0, 0.5):
+        with pytest.raises(ValueError):
+            timer.on_commands(1, 1, bad, 1.0)
+    with pytest.raises(ValueError):
+        timer.on_commands(1, 1, DT, np.nan)
+    with pytest.raises(ValueError):
+        timer.on_commands(1, -1, DT, 1.0)
+
+
+def test_timer_batch_matches_single() -> None:
+    single, batch = TimerBalance(3), TimerBalance(3)
+    counts = np.array([1, 2, 3])
+    for i in range(40):
+        now = i * DT
+        got, _ = batch.on_commands_batch(np.arange(3), counts, DT, now)
+        want = [single.on_commands(s, int(c), DT, now)[0] for s, c in enumerate(counts)]
+        assert got.tolist() == want
+
+
+def test_config_rejects_bad_values() -> None:
+    with pytest.raises(ValueError):
+        ValidationConfig(accept_m=float("nan"))
+    with pytest.raises(ValueError):
+        ValidationConfig(advantage_decay=1.5)
+    with pytest.raises(ValueError):
+        MovementConfig(gravity_m_s2=-1.0)
+
+
+def test_crouching_claims_judged_against_crouch_speed(wall_geometry: MapGeometry) -> None:
+    """The speed limit follows the command: a crouching client claiming running speed is flagged."""
+    server = Server(wall_geometry, np.array([[-50.0, -60.0, 0.0]]))
+    crouch = run_forward(buttons=int(Buttons.CROUCH))
+    for _ in range(128):
+        server.step(crouch)
+    assert server.evidence == []
+    for _ in range(32):
+        server.step(crouch, scaled(1.0 / 0.34))
+    assert server.evidence and all(e.kind is MovementKind.SPEED for e in server.evidence)
