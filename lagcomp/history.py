@@ -1,0 +1,379 @@
+"""Per-tick history of every player slot, and rewinding it to past times (REFERENCES section 7).
+
+A preallocated ring buffer holds one record per tick: the tick's server time and, per player
+slot, position, velocity, view angles, stance, alive, active and generation. Rewinding a time
+finds the two records around it and interpolates linearly between them (yaw along the shortest
+arc), with Source's rules:
+
+* never extrapolate: a time newer than the newest record gets the newest record;
+* a time older than the oldest record is clamped to the oldest record and flagged ``clamped``;
+* never interpolate across a discontinuity: a generation change (teleport, respawn, slot reuse),
+  a dead or inactive record, or a horizontal jump longer than ``teleport_jump_m``. The older
+  record of the pair is used as is (the state last known at or before the time);
+* a player dead or inactive in the record used is not hittable.
+
+Interpolation deltas are computed once per record when the next record arrives (not per shot),
+zeroed across discontinuities, so a rewind is one gather plus one multiply-add per value:
+``v(t) = v[k] + f * delta[k]``. At a tick boundary f is exactly 0, so rewinding to a record's
+own time returns that record bit for bit.
+
+Units: seconds, meters, meters per second, degrees.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+from lagcomp.config import HistoryConfig
+from world.state import WorldState
+
+log = logging.getLogger(__name__)
+
+
+class HistoryError(ValueError):
+    """A record or a rewind request was refused (time not increasing, non-finite, empty history...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Bracket:
+    """Where each requested time falls in the history.
+
+    Attributes:
+        ring: (S,) ring index of the record used as the base: the newest record at or before the
+            time (the oldest record when the time is older than the history).
+        frac: (S,) interpolation fraction in [0, 1) towards the following record (0 on a clamp,
+            at or after the newest record, or exactly on a record's time).
+        clamped: (S,) the time was older than the oldest record.
+    """
+
+    ring: np.ndarray
+    frac: np.ndarray
+    clamped: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class Rewound:
+    """Player state at S times for M slots, structure of arrays with shape (S, M).
+
+    Attributes:
+        times_s: (S,) the requested times (s). slots: (M,) the player slots.
+        pos: (S,M,3) feet position (m). vel: (S,M,3) velocity (m/s).
+        yaw: (S,M) deg in [-180, 180). pitch: (S,M) deg. stance: (S,M) int8 (of the base record).
+        alive: (S,M) hittable: alive and active in the record used.
+        generation: (S,M) uint32 generation of the record used.
+        clamped: (S,) the time was older than the history; the oldest record was used.
+    """
+
+    times_s: np.ndarray
+    slots: np.ndarray
+    pos: np.ndarray
+    vel: np.ndarray
+    yaw: np.ndarray
+    pitch: np.ndarray
+    stance: np.ndarray
+    alive: np.ndarray
+    generation: np.ndarray
+    clamped: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class PairState:
+    """Rewound state of P (time, slot) pairs, each array with leading shape P (same fields as Rewound)."""
+
+    pos: np.ndarray
+    vel: np.ndarray
+    yaw: np.ndarray
+    pitch: np.ndarray
+    stance: np.ndarray
+    alive: np.ndarray
+    generation: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryRecord:
+    """One stored tick, read-only views into the ring (valid until the ring slot is overwritten).
+
+    Attributes:
+        tick, time_s: the tick number and its server time (s).
+        pos, vel: (N,3) m and m/s. yaw, pitch: (N,) deg. stance: (N,) int8.
+        alive, active: (N,) bool. generation: (N,) uint32.
+    """
+
+    tick: int
+    time_s: float
+    pos: np.ndarray
+    vel: np.ndarray
+    yaw: np.ndarray
+    pitch: np.ndarray
+    stance: np.ndarray
+    alive: np.ndarray
+    active: np.ndarray
+    generation: np.ndarray
+
+
+def _wrap_deg(angle: np.ndarray) -> np.ndarray:
+    return (angle + 180.0) % 360.0 - 180.0
+
+
+def _rewrap(yaw: np.ndarray) -> np.ndarray:
+    # Only values pushed out of [-180, 180) by the interpolation are touched, so an uninterpolated
+    # yaw comes back bit for bit (a blanket modulo would perturb its last bits).
+    yaw = np.where(yaw >= 180.0, yaw - 360.0, yaw)
+    return np.where(yaw < -180.0, yaw + 360.0, yaw)
+
+
+class TickHistory:
+    """Ring buffer of per-tick player records with vectorised rewind.
+
+    Args:
+        config: ring length and the teleport threshold.
+        max_players: number of player slots N (must match the WorldState recorded).
+    """
+
+    def __init__(self, config: HistoryConfig, max_players: int) -> None:
+        if max_players < 1:
+            raise HistoryError(f"max_players must be at least 1, got {max_players}")
+        self.config = config
+        c = config.capacity
+        n = max_players
+        self._n = n
+        self._cap = c
+        self._count = 0
+        self._head = 0  # ring index the next record goes to
+        self._time = np.zeros(c, dtype=np.float64)
+        self._tick = np.zeros(c, dtype=np.int64)
+        # One (C, N) array per component, so a (time, slot) gather reads one value per array.
+        # x, y, their deltas and a row of ones sit side by side in one (C, 5, N) block: the line
+        # test of hit registration evaluates a linear form of those rows for all the shots
+        # rewound from a record as one matrix product.
+        self._xyd = np.zeros((c, 5, n))
+        self._xyd[:, 4, :] = 1.0
+        self._x = self._xyd[:, 0, :]
+        self._y = self._xyd[:, 1, :]
+        self._z = np.zeros((c, n))
+        self._vx = np.zeros((c, n))
+        self._vy = np.zeros((c, n))
+        self._vz = np.zeros((c, n))
+        self._yaw = np.zeros((c, n))
+        self._pitch = np.zeros((c, n))
+        self._stance = np.zeros((c, n), dtype=np.int8)
+        self._alive = np.zeros((c, n), dtype=bool)
+        self._active = np.zeros((c, n), dtype=bool)
+        self._hittable = np.zeros((c, n), dtype=bool)
+        self._gen = np.zeros((c, n), dtype=np.uint32)
+        # Deltas towards the next record; zero across discontinuities and for the newest record.
+        self._dx = self._xyd[:, 2, :]
+        self._dy = self._xyd[:, 3, :]
+        self._dz = np.zeros((c, n))
+        self._dvx = np.zeros((c, n))
+        self._dvy = np.zeros((c, n))
+        self._dvz = np.zeros((c, n))
+        self._dyaw = np.zeros((c, n))
+        self._dpitch = np.zeros((c, n))
+
+    # ------------------------------------------------------------------ introspection
+    @property
+    def capacity(self) -> int:
+        """Number of records the ring holds."""
+        return self._cap
+
+    @property
+    def max_players(self) -> int:
+        """Number of player slots N."""
+        return self._n
+
+    def __len__(self) -> int:
+        return self._count
+
+    def _ring_of(self, k: np.ndarray | int) -> np.ndarray | int:
+        """Ring index of the k-th record in chronological order (0 = oldest)."""
+        return (self._head - self._count + k) % self._cap
+
+    def _require_records(self) -> None:
+        if self._count == 0:
+            raise HistoryError("the history is empty: record at least one tick before rewinding")
+
+    @property
+    def oldest_time_s(self) -> float:
+        """Time (s) of the oldest record kept."""
+        self._require_records()
+        return float(self._time[self._ring_of(0)])
+
+    @property
+    def newest_time_s(self) -> float:
+        """Time (s) of the newest record."""
+        self._require_records()
+        return float(self._time[self._ring_of(self._count - 1)])
+
+    @property
+    def newest_tick(self) -> int:
+        """Tick number of the newest record."""
+        self._require_records()
+        return int(self._tick[self._ring_of(self._count - 1)])
+
+    def times_s(self) -> np.ndarray:
+        """(K,) times (s) of the records kept, oldest first (a copy)."""
+        return self._time[self._ring_of(np.arange(self._count))]
+
+    def record_at(self, k: int) -> HistoryRecord:
+        """The k-th record in chronological order (0 = oldest, -1 = newest), as read-only views."""
+        self._require_records()
+        if not -self._count <= k < self._count:
+            raise IndexError(f"record {k} out of range ({self._count} records)")
+        i = int(self._ring_of(k % self._count))
+
+        def ro(a: np.ndarray) -> np.ndarray:
+            v = a[i]
+            v.flags.writeable = False
+            return v
+
+        pos = np.stack([self._x[i], self._y[i], self._z[i]], axis=1)
+        vel = np.stack([self._vx[i], self._vy[i], self._vz[i]], axis=1)
+        pos.flags.writeable = False
+        vel.flags.writeable = False
+        return HistoryRecord(
+            tick=int(self._tick[i]), time_s=float(self._time[i]), pos=pos, vel=vel,
+            yaw=ro(self._yaw), pitch=ro(self._pitch), stance=ro(self._stance),
+            alive=ro(self._alive), active=ro(self._active), generation=ro(self._gen),
+        )
+
+    # ------------------------------------------------------------------ recording
+    def reset(self) -> None:
+        """Forget every record (map change, match restart)."""
+        self._count = 0
+        self._head = 0
+
+    def record(self, tick: int, time_s: float, state: WorldState) -> None:
+        """Append the state of every slot at ``time_s`` (s); overwrites the oldest record when full.
+
+        Raises HistoryError when the slot count differs, the time is not finite, or it does not
+        increase strictly (interpolation needs strictly ordered, distinct times).
+        """
+        if state.capacity != self._n:
+            raise HistoryError(f"state has {state.capacity} slots, history has {self._n}")
+        t = float(time_s)
+        if not np.isfinite(t):
+            raise HistoryError(f"record time is not finite: {time_s!r}")
+        if self._count and t <= self._time[self._ring_of(self._count - 1)]:
+            raise HistoryError(f"record time {t} s does not increase (newest is {self.newest_time_s} s)")
+        i = self._head
+        self._time[i] = t
+        self._tick[i] = int(tick)
+        self._x[i] = state.pos[:, 0]
+        self._y[i] = state.pos[:, 1]
+        self._z[i] = state.pos[:, 2]
+        self._vx[i] = state.vel[:, 0]
+        self._vy[i] = state.vel[:, 1]
+        self._vz[i] = state.vel[:, 2]
+        self._yaw[i] = state.yaw
+        self._pitch[i] = state.pitch
+        self._stance[i] = state.stance
+        self._alive[i] = state.alive
+        self._active[i] = state.active
+        np.logical_and(state.alive, state.active, out=self._hittable[i])
+        self._gen[i] = state.generation
+        for d in (self._dx, self._dy, self._dz, self._dvx, self._dvy, self._dvz, self._dyaw, self._dpitch):
+            d[i] = 0.0
+        if self._count:
+            self._link(int(self._ring_of(self._count - 1)), i)
+        self._head = (i + 1) % self._cap
+        self._count = min(self._count + 1, self._cap)
+
+    def _link(self, j: int, i: int) -> None:
+        """Set the deltas of record j towards its successor i, zero where they must not be lerped."""
+        dx = self._x[i] - self._x[j]
+        dy = self._y[i] - self._y[j]
+        jump = self.config.teleport_jump_m
+        ok = (
+            self._hittable[j]
+            & self._hittable[i]
+            & (self._gen[j] == self._gen[i])
+            & (dx * dx + dy * dy <= jump * jump)
+        )
+        zero = 0.0
+        self._dx[j] = np.where(ok, dx, zero)
+        self._dy[j] = np.where(ok, dy, zero)
+        self._dz[j] = np.where(ok, self._z[i] - self._z[j], zero)
+        self._dvx[j] = np.where(ok, self._vx[i] - self._vx[j], zero)
+        self._dvy[j] = np.where(ok, self._vy[i] - self._vy[j], zero)
+        self._dvz[j] = np.where(ok, self._vz[i] - self._vz[j], zero)
+        self._dyaw[j] = np.where(ok, _wrap_deg(self._yaw[i] - self._yaw[j]), zero)
+        self._dpitch[j] = np.where(ok, self._pitch[i] - self._pitch[j], zero)
+
+    # ------------------------------------------------------------------ rewinding
+    def bracket(self, times_s: np.ndarray) -> Bracket:
+        """Locate (S,) times (s) in the history: base record, fraction and clamp flag per time."""
+        self._require_records()
+        t = np.asarray(times_s, dtype=np.float64).reshape(-1)
+        if not np.all(np.isfinite(t)):
+            raise HistoryError("rewind times must be finite")
+        n = self._count
+        order = self._ring_of(np.arange(n))
+        tl = self._time[order]
+        k = np.searchsorted(tl, t, side="right") - 1
+        clamped = k < 0
+        k = np.clip(k, 0, n - 1)
+        has_next = k < n - 1
+        kn = np.minimum(k + 1, n - 1)
+        t0 = tl[k]
+        span = np.where(has_next, tl[kn] - t0, 1.0)
+        frac = np.where(has_next & ~clamped, (t - t0) / span, 0.0)
+        # (t - t0) / span < 1 mathematically; the clip guards the last ulp.
+        np.clip(frac, 0.0, np.nextafter(1.0, 0.0), out=frac)
+        return Bracket(ring=order[k], frac=frac, clamped=clamped)
+
+    def line_features(self, ring: int) -> np.ndarray:
+        """(5, N) rows x, y, dx, dy, 1 of one record (m), read-only: x(f) = x + f dx, y(f) = y + f dy."""
+        v = self._xyd[ring]
+        v.flags.writeable = False
+        return v
+
+    def pairs(self, ring: np.ndarray, frac: np.ndarray, slot: np.ndarray) -> PairState:
+        """Rewound state of (time, slot) pairs; ``ring``, ``frac`` and ``slot`` broadcast together."""
+        ring, frac, slot = np.broadcast_arrays(np.asarray(ring), np.asarray(frac), np.asarray(slot))
+        idx = (ring, slot)
+        pos = np.stack(
+            [
+                self._x[idx] + frac * self._dx[idx],
+                self._y[idx] + frac * self._dy[idx],
+                self._z[idx] + frac * self._dz[idx],
+            ],
+            axis=-1,
+        )
+        vel = np.stack(
+            [
+                self._vx[idx] + frac * self._dvx[idx],
+                self._vy[idx] + frac * self._dvy[idx],
+                self._vz[idx] + frac * self._dvz[idx],
+            ],
+            axis=-1,
+        )
+        return PairState(
+            pos=pos,
+            vel=vel,
+            yaw=_rewrap(self._yaw[idx] + frac * self._dyaw[idx]),
+            pitch=self._pitch[idx] + frac * self._dpitch[idx],
+            stance=self._stance[idx],
+            alive=self._hittable[idx],
+            generation=self._gen[idx],
+        )
+
+    def hittable_pairs(self, ring: np.ndarray, slot: np.ndarray) -> np.ndarray:
+        """Alive-and-active flag of (base record, slot) pairs (broadcasting)."""
+        return self._hittable[ring, slot]
+
+    def rewind(self, times_s: np.ndarray, slots: np.ndarray | None = None) -> Rewound:
+        """Player state at (S,) times (s) for (M,) slots (all slots when None): arrays of shape (S, M)."""
+        t = np.asarray(times_s, dtype=np.float64).reshape(-1)
+        sl = np.arange(self._n) if slots is None else np.asarray(slots, dtype=np.intp).reshape(-1)
+        if sl.size and (sl.min() < 0 or sl.max() >= self._n):
+            raise HistoryError(f"slots out of range [0, {self._n})")
+        b = self.bracket(t)
+        st = self.pairs(b.ring[:, None], b.frac[:, None], sl[None, :])
+        return Rewound(
+            times_s=t, slots=sl, pos=st.pos, vel=st.vel, yaw=st.yaw, pitch=st.pitch, stance=st.stance,
+            alive=st.alive, generation=st.generation, clamped=b.clamped,
+        )
