@@ -276,6 +276,19 @@ class WeaponState:
         self._recover(rows, t)
         self._finish_reloads(rows, t)
 
+    def advance_slots(self, slots: np.ndarray, now_s: np.ndarray) -> None:
+        """Bring ``slots`` up to their own clocks ``now_s`` (s, one per slot): punch recovery and
+        reload completion. A server that runs each player's weapon on that player's command clock
+        (so network jitter never makes a shot look early) advances players one clock each."""
+        rows = np.asarray(slots, dtype=np.intp)
+        t = np.asarray(now_s, dtype=np.float64)
+        if rows.shape != t.shape:
+            raise ValueError("slots and now_s must have the same shape")
+        if not np.all(np.isfinite(t)):
+            raise ValueError("now_s must be finite")
+        self._recover(rows, t)
+        self._finish_reloads(rows, t)
+
     def reloading(self, now_s: float) -> np.ndarray:
         """(N,) bool: a reload is running at ``now_s``."""
         end = self.reload_end_s

@@ -229,6 +229,11 @@ def _box_interval(
     return t0, t1
 
 
+def _slot_count(k: int) -> int:
+    """Edge slots of the convex group holding k-gons: 3, 4, then powers of two."""
+    return k if k <= 4 else 1 << (k - 1).bit_length()
+
+
 def _is_box(ring: np.ndarray) -> bool:
     return len(ring) == 4 and len(np.unique(ring[:, 0])) == 2 and len(np.unique(ring[:, 1])) == 2
 
@@ -319,7 +324,7 @@ class MapGeometry:
         self._build_edges(polys, heights, cell)
 
         # Union of the footprints at least as tall as each distinct height: a point at height z
-        # is inside a prism iff it is inside the union for the smallest distinct height > z.
+        # is inside a (closed) prism iff it is inside the union for the smallest height >= z.
         self._heights = np.unique(heights)
         self._unions: list[shapely.Geometry] = []
         for h in self._heights:
@@ -340,8 +345,9 @@ class MapGeometry:
         )
 
     def _build_pieces(self, polys: np.ndarray, heights: np.ndarray, cell: float) -> None:
-        """Convex pieces for rays: boxes as rows (x0, y0, x1, y1, height); other convex pieces as
-        CSR ranges of edge half-planes n . p <= c with n the outward normal."""
+        """Convex pieces for rays: boxes as columns x0, y0, x1, y1, height; other convex pieces
+        as groups of edge half-planes (see _ConvexGroup); the ray grid over all of them, boxes
+        first (grid item id < number of boxes)."""
         boxes: list[tuple[float, float, float, float, float]] = []
         box_geoms: list[shapely.Geometry] = []
         rings: list[np.ndarray] = []
@@ -360,17 +366,24 @@ class MapGeometry:
         # gathering rows of a 2-D table, and the arithmetic then runs on contiguous memory.
         table = np.array(boxes, dtype=np.float64).reshape(-1, 5)
         self._box_x0, self._box_y0, self._box_x1, self._box_y1, self._box_h = (table[:, i].copy() for i in range(5))
-        # Other convex pieces, grouped by edge count so that a piece's half-planes are columns
-        # of fixed-size arrays: the kernel then loops over k edges, not over a ragged CSR.
-        order = sorted(range(len(rings)), key=lambda i: len(rings[i]))
+        # Other convex pieces, grouped by edge count (3, 4, then up to the next power of two)
+        # so that a piece's half-planes are columns of fixed-size arrays: the kernel loops over
+        # k edges instead of a ragged CSR, and there are few groups. Padding repeats a piece's
+        # last half-plane, which changes nothing.
+        order = sorted(range(len(rings)), key=lambda i: _slot_count(len(rings[i])))
         rings = [rings[i] for i in order]
         ring_heights = [ring_heights[i] for i in order]
         self._cv_groups: list[_ConvexGroup] = []
         first = 0
-        for k in sorted({len(r) for r in rings}):
-            members = [r for r in rings if len(r) == k]
-            p = np.stack(members, axis=1)  # (k, count, 2)
-            q = np.roll(p, -1, axis=0)
+        for k in sorted({_slot_count(len(r)) for r in rings}):
+            members = [r for r in rings if _slot_count(len(r)) == k]
+            p = np.zeros((k, len(members), 2))
+            q = np.zeros((k, len(members), 2))
+            for i, ring in enumerate(members):
+                nxt = np.roll(ring, -1, axis=0)
+                pad = k - len(ring)
+                p[:, i] = np.concatenate([ring, np.repeat(ring[-1:], pad, axis=0)])
+                q[:, i] = np.concatenate([nxt, np.repeat(nxt[-1:], pad, axis=0)])
             # Half-plane n . x <= c of each edge, n the (unnormalised) outward normal.
             nx, ny = q[:, :, 1] - p[:, :, 1], p[:, :, 0] - q[:, :, 0]
             self._cv_groups.append(
@@ -529,13 +542,15 @@ class MapGeometry:
                 # Inside the half-plane while num + t den <= 0.
                 num = nx * x + ny * y - np.take(group.c[j], p)
                 den = nx * vx + ny * vy
-                with np.errstate(divide="ignore", invalid="ignore"):
+                # Parallel to the edge the ray is inside for all t (num <= 0) or for none: a tiny
+                # negative den turns that into an entry bound of -huge or +huge.
+                den[den == 0.0] = -1e-300
+                with np.errstate(divide="ignore", over="ignore"):
                     bound = -num / den
-                # Moving into the half-plane bounds the entry, moving out bounds the exit;
-                # parallel to the edge, the ray is inside for all t or for none.
-                np.maximum(enter, bound, out=enter, where=den < 0.0)
-                np.minimum(leave, bound, out=leave, where=den > 0.0)
-                np.copyto(enter, np.inf, where=(den == 0.0) & (num > 0.0))
+                # Moving into the half-plane bounds the entry, moving out bounds the exit.
+                # (np.where + maximum: ufuncs with where= masks are several times slower.)
+                np.maximum(enter, np.where(den < 0.0, bound, -np.inf), out=enter)
+                np.minimum(leave, np.where(den > 0.0, bound, np.inf), out=leave)
             hit = enter <= leave
             np.minimum.at(best, s[hit], enter[hit])
 

@@ -1,0 +1,128 @@
+"""Server configuration: every tolerance named, with its unit and where its default comes from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lagcomp.config import HistoryConfig, HitregConfig, RewindPolicy
+from physics.config import MovementConfig, ValidationConfig, WeaponConfig
+from server.handshake import HandshakeConfig
+from server.netstats import NetStatsConfig
+from server.protocol import ProtocolLimits
+from server.rate_limit import RateLimitConfig
+from world.weapons import WeaponId
+
+
+@dataclass(frozen=True, slots=True)
+class VisibilityConfig:
+    """Per-client visibility culling (REFERENCES 4 and 7: never send what cannot be seen).
+
+    Attributes:
+        enabled: cull snapshots by line of sight (False sends every player to everyone).
+        refresh_hz: how often each viewer's visible set is recomputed (Hz); viewers are spread
+            over the ticks so the cost per tick is even (VALORANT-style amortised fog of war).
+        horizon_margin_s: extra prediction horizon (s) on top of the viewer's latency and the
+            refresh period, so that a player about to come round a corner is sent early
+            and never pops in late.
+        lateral_m: half-width (m) of the target's sampled extents beside its centre line (the
+            body bound is 0.55-0.59 m, so the edge of a shoulder or a held gun counts).
+    """
+
+    enabled: bool = True
+    refresh_hz: float = 16.0
+    horizon_margin_s: float = 0.1
+    lateral_m: float = 0.55
+
+    def __post_init__(self) -> None:
+        if not self.refresh_hz > 0 or self.horizon_margin_s < 0 or self.lateral_m < 0:
+            raise ValueError("visibility: refresh_hz must be > 0, margins >= 0")
+
+
+@dataclass(frozen=True, slots=True)
+class BaitConfig:
+    """AimDetect's bait target (REFERENCES 5): after a kill, an invisible target above the victim.
+
+    Attributes:
+        enabled: place baits.
+        duration_s: how long a bait stays (s); inertial shots come within a second of a kill.
+        height_m: height of the bait's centre above the victim's feet (m): just above a standing
+            head (top 1.80 m), so honest inertial shots at the body pass below it.
+        radius_m: bait sphere radius (m), a head-sized target.
+    """
+
+    enabled: bool = True
+    duration_s: float = 1.0
+    height_m: float = 2.15
+    radius_m: float = 0.15
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """Everything the server core needs besides the map.
+
+    Attributes:
+        tick_rate_hz: fixed simulation rate (Hz): 64 (CS2) default, 128 (VALORANT) supported.
+        snapshot_interval_ticks: send a snapshot every N ticks; 0 = automatic (every tick up to
+            64 Hz, every second tick at 128 Hz: 64 snapshots/s either way).
+        max_clients: simultaneous players (slots).
+        client_timeout_s: a client silent this long is disconnected (s).
+        respawn_delay_s: time dead before respawning (s).
+        primaries: weapons a player may spawn holding (one is drawn per spawn from the seeded rng);
+            every player also carries the pistol as secondary.
+        connection_sample_interval_s: how often connection quality goes to the detectors (s).
+        max_datagrams_per_tick: datagrams processed per tick at most; the transport keeps the
+            rest for later ticks or drops them (counted), so a flood cannot grow the work.
+        max_queued_commands: commands kept per client awaiting their tick (older ones dropped).
+    """
+
+    tick_rate_hz: int = 64
+    snapshot_interval_ticks: int = 0
+    max_clients: int = 64
+    client_timeout_s: float = 10.0
+    respawn_delay_s: float = 2.0
+    primaries: tuple[int, ...] = (
+        int(WeaponId.ASSAULT_RIFLE),
+        int(WeaponId.SMG),
+        int(WeaponId.RIFLE),
+        int(WeaponId.SHOTGUN),
+        int(WeaponId.SNIPER),
+    )
+    connection_sample_interval_s: float = 0.25
+    max_datagrams_per_tick: int = 2048
+    max_queued_commands: int = 16
+    history_s: float = 1.0
+    rewind: RewindPolicy = field(default_factory=RewindPolicy)
+    hitreg: HitregConfig = field(default_factory=HitregConfig)
+    movement: MovementConfig = field(default_factory=MovementConfig)
+    validation: ValidationConfig = field(default_factory=ValidationConfig)
+    weapons: WeaponConfig = field(default_factory=WeaponConfig)
+    visibility: VisibilityConfig = field(default_factory=VisibilityConfig)
+    bait: BaitConfig = field(default_factory=BaitConfig)
+    protocol: ProtocolLimits = field(default_factory=ProtocolLimits)
+    handshake: HandshakeConfig = field(default_factory=HandshakeConfig)
+    rate_limit: RateLimitConfig = field(default_factory=RateLimitConfig)
+    netstats: NetStatsConfig = field(default_factory=NetStatsConfig)
+
+    def __post_init__(self) -> None:
+        if self.tick_rate_hz not in range(16, 257):
+            raise ValueError(f"tick_rate_hz must be in [16, 256], got {self.tick_rate_hz}")
+        if not 1 <= self.max_clients <= 200:
+            raise ValueError("max_clients must be in [1, 200] (entity ids 200-255 are baits)")
+        if not self.primaries:
+            raise ValueError("primaries must name at least one weapon")
+
+    @property
+    def tick_dt_s(self) -> float:
+        """Duration of one tick (s)."""
+        return 1.0 / self.tick_rate_hz
+
+    @property
+    def snapshot_every(self) -> int:
+        """Ticks between two snapshots."""
+        if self.snapshot_interval_ticks > 0:
+            return self.snapshot_interval_ticks
+        return max(1, self.tick_rate_hz // 64)
+
+    def history(self) -> HistoryConfig:
+        """The lag-compensation history for this tick rate."""
+        return HistoryConfig(tick_rate_hz=float(self.tick_rate_hz), length_s=self.history_s)

@@ -1,0 +1,114 @@
+"""Per-client visibility culling: a player fully behind walls is never sent to an enemy.
+
+Each viewer's visible set is recomputed ``refresh_hz`` times a second, viewers spread over the
+ticks so every tick pays the same small share. A target is visible when a line of sight exists from
+the viewer's eye to any sampled point of the target's hitbox extents (top of the head, chest, knees,
+and both sides at chest height) through walls and low cover, either now or at both players'
+positions predicted ``horizon`` seconds ahead from their velocities, where the horizon covers the
+viewer's round trip, the refresh period and a margin: a player about to round a corner is sent
+before he can be seen, never after (VALORANT's fog of war, REFERENCES 7).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from server.config import VisibilityConfig
+from world.constants import CROUCHING_EYE_M, STANDING_EYE_M
+from world.geometry import MapGeometry
+from world.hitbox import BOUND_ZMAX
+from world.state import WorldState
+
+_EYE = np.array([STANDING_EYE_M, CROUCHING_EYE_M])
+# Sample heights (m above the feet) as fractions of the stance's body height.
+_HEIGHT_FRACTIONS = np.array([0.97, 0.70, 0.20])
+_SIDE_FRACTION = 0.70
+
+
+class VisibilityCuller:
+    """Visible-set matrix ``visible[viewer, target]`` over player slots, refreshed incrementally."""
+
+    def __init__(self, config: VisibilityConfig, geometry: MapGeometry, capacity: int, tick_rate_hz: float) -> None:
+        self.config = config
+        self.geometry = geometry
+        self.visible = np.zeros((capacity, capacity), dtype=bool)
+        self.period_ticks = max(1, round(tick_rate_hz / config.refresh_hz))
+        self.period_s = self.period_ticks / tick_rate_hz
+        self.rays_cast = 0
+
+    def forget(self, slot: int) -> None:
+        """Clear a slot's row and column (player left or joined)."""
+        self.visible[slot, :] = False
+        self.visible[:, slot] = False
+
+    def refresh(self, tick: int, world: WorldState, rtt_s: np.ndarray, *, all_viewers: bool = False) -> None:
+        """Recompute the rows of this tick's share of viewers (every viewer when ``all_viewers``).
+
+        Args:
+            tick: server tick (selects the viewers: slot % period == tick % period).
+            world: current state. rtt_s: (capacity,) each viewer's round trip (s).
+        """
+        cap = self.visible.shape[0]
+        active = world.active
+        if not self.config.enabled:
+            self.visible[:] = active[None, :] & world.alive[None, :]
+            np.fill_diagonal(self.visible, False)
+            return
+        slots = np.arange(cap)
+        mine = active if all_viewers else active & (slots % self.period_ticks == tick % self.period_ticks)
+        viewers = np.flatnonzero(mine)
+        if viewers.size == 0:
+            return
+        targets = np.flatnonzero(active & world.alive)
+        self.visible[viewers, :] = False
+        if targets.size == 0:
+            return
+        vi, ti = np.meshgrid(viewers, targets, indexing="ij")
+        keep = vi != ti
+        vi, ti = vi[keep], ti[keep]
+        if vi.size == 0:
+            return
+        horizon = rtt_s[vi] + self.period_s + self.config.horizon_margin_s
+        now_seen = self._any_clear(world, vi, ti, np.zeros_like(horizon))
+        rest = ~now_seen
+        if np.any(rest):
+            later = self._any_clear(world, vi[rest], ti[rest], horizon[rest])
+            now_seen[np.flatnonzero(rest)] = later
+        self.visible[vi[now_seen], ti[now_seen]] = True
+
+    def _any_clear(self, world: WorldState, vi: np.ndarray, ti: np.ndarray, ahead_s: np.ndarray) -> np.ndarray:
+        """(P,) True where the viewer's eye sees any sample point of the target, both moved ``ahead_s``."""
+        eye = world.pos[vi] + world.vel[vi] * ahead_s[:, None]
+        eye[:, 2] = world.pos[vi, 2] + _EYE[world.stance[vi]]
+        feet = world.pos[ti] + world.vel[ti] * ahead_s[:, None]
+        feet[:, 2] = world.pos[ti, 2]
+        height = BOUND_ZMAX[world.stance[ti]]
+        # Centre-line samples first; only pairs still hidden pay for the side samples.
+        seen = np.zeros(vi.size, dtype=bool)
+        for frac in _HEIGHT_FRACTIONS:
+            todo = np.flatnonzero(~seen)
+            if todo.size == 0:
+                return seen
+            point = feet[todo].copy()
+            point[:, 2] += height[todo] * frac
+            seen[todo] = self._clear(eye[todo], point)
+        todo = np.flatnonzero(~seen)
+        if todo.size:
+            d = feet[todo, :2] - eye[todo, :2]
+            norm = np.hypot(d[:, 0], d[:, 1])
+            norm = np.where(norm > 1e-9, norm, 1.0)
+            side = np.column_stack([-d[:, 1] / norm, d[:, 0] / norm]) * self.config.lateral_m
+            for sign in (1.0, -1.0):
+                todo2 = todo[~seen[todo]]
+                if todo2.size == 0:
+                    break
+                idx = np.searchsorted(todo, todo2)
+                point = feet[todo2].copy()
+                point[:, :2] += sign * side[idx]
+                point[:, 2] += height[todo2] * _SIDE_FRACTION
+                seen[todo2] = self._clear(eye[todo2], point)
+        return seen
+
+    def _clear(self, p0: np.ndarray, p1: np.ndarray) -> np.ndarray:
+        self.rays_cast += p0.shape[0]
+        return self.geometry.los_clear(p0, p1)

@@ -1,0 +1,110 @@
+"""The server core in-process: handshake, hit registration through the tick, culling, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from server import protocol as proto
+from tests.server_harness import ScriptedClient, arena_map, make_core, place, run_ticks, weapon_ready
+from world.weapons import WeaponId
+
+
+def _two_players(game_map=None):
+    core = make_core(game_map)
+    a = ScriptedClient("alice", ("127.0.0.1", 5001))
+    b = ScriptedClient("bob", ("127.0.0.1", 5002))
+    for c in (a, b):
+        c.connect(core, 0.0)
+    run_ticks(core, [a, b], 3)  # spawn both
+    return core, a, b
+
+
+def test_handshake_allocates_no_state_before_the_challenge_round_trip() -> None:
+    core = make_core()
+    replies = core.receive(("127.0.0.1", 9), proto.encode(proto.Connect(nonce=b"n" * 16, name="x")), 0.0)
+    assert len(replies) == 1 and not core.sessions
+    challenge = proto.decode_server(replies[0][1])
+    # A forged cookie gets no session and no reply.
+    bad = proto.ChallengeResponse(cookie=bytes(len(challenge.cookie)), nonce=b"n" * 16, name="x")
+    assert core.receive(("127.0.0.1", 9), proto.encode(bad), 0.0) == []
+    assert not core.sessions and core.rejections["cookie_invalid"] == 1
+    # The real cookie from another address is refused too (spoofed source).
+    good = proto.ChallengeResponse(cookie=challenge.cookie, nonce=b"n" * 16, name="x")
+    assert core.receive(("127.0.0.1", 10), proto.encode(good), 0.0) == []
+    accept = proto.decode_server(core.receive(("127.0.0.1", 9), proto.encode(good), 0.0)[0][1])
+    assert isinstance(accept, proto.Accept) and len(core.sessions) == 1
+
+
+def test_replies_to_unauthenticated_packets_are_never_larger() -> None:
+    core = make_core()
+    request = proto.encode(proto.Connect(nonce=b"n" * 16, name="x"))
+    reply = core.receive(("127.0.0.1", 9), request, 0.0)[0][1]
+    assert len(reply) <= len(request)
+
+
+def test_a_standing_player_in_the_open_is_hit_and_killed() -> None:
+    core, a, b = _two_players()
+    place(core, a.slot, (10.0, 30.0), 0.0, a)
+    place(core, b.slot, (25.0, 30.0), 180.0, b)
+    weapon_ready(core, a.slot, int(WeaponId.PISTOL))
+    run_ticks(core, [a, b], 40)
+    health0 = float(core.world.health[b.slot])
+    shot = proto.Shot(cmd_seq=0, weapon=int(WeaponId.PISTOL), yaw_deg=0.0, pitch_deg=-1.5, view_time_s=0.0)
+
+    def fire(c: ScriptedClient, now: float) -> bytes:
+        if c is a and core.tick % 45 == 0:
+            return c.command(now, yaw=0.0, pitch=-1.5, buttons=1, shots=(shot._replace(view_time_s=now - 0.1),))
+        return c.command(now, yaw=0.0 if c is a else 180.0)
+
+    run_ticks(core, [a, b], 45 * 8, fire)
+    assert core.by_slot[a.slot].hits >= 1
+    assert core.by_slot[a.slot].kills >= 1 or core.world.health[b.slot] < health0
+    assert core.rejections.get("internal_error", 0) == 0
+
+
+def test_player_behind_a_full_wall_is_never_in_enemy_snapshots() -> None:
+    wall = {"id": "w", "polygon": [[29, 10], [31, 10], [31, 50], [29, 50]], "height": 4.0}
+    core, a, b = _two_players(arena_map([wall]))
+    place(core, a.slot, (20.0, 30.0), 0.0, a)
+    place(core, b.slot, (40.0, 30.0), 180.0, b)
+    run_ticks(core, [a, b], 64)
+    assert b.slot not in a.seen_slots() and a.slot not in b.seen_slots()
+    # Step into the open: now they see each other.
+    place(core, b.slot, (40.0, 55.0), 180.0, b)
+    place(core, a.slot, (20.0, 55.0), 0.0, a)
+    run_ticks(core, [a, b], 16)
+    assert b.slot in a.seen_slots()
+
+
+def test_malformed_spoofed_and_replayed_datagrams_are_counted_and_dropped() -> None:
+    core, a, b = _two_players()
+    now = core.next_tick_s()
+    data = a.command(now)
+    assert core.receive(a.address, data, now) == []
+    core.receive(a.address, data, now)  # replayed
+    core.receive(("127.0.0.1", 7777), data, now)  # spoofed source
+    core.receive(a.address, b"\xc1garbage", now)
+    forged = proto.decode_client(a.command(now))
+    core.receive(a.address, proto.encode(
+        proto.Input(token=bytes(16), packet_seq=forged.packet_seq, client_time_s=now, ack_tick=None,
+                    commands=forged.commands)), now)
+    r = core.rejections
+    assert r["replay_duplicate"] == 1
+    assert r["unknown_session"] == 1
+    assert r["not_msgpack"] == 1
+    assert r["token_invalid"] == 1
+    core.step(now)
+    assert np.all(np.isfinite(core.world.pos)) and core.rejections.get("internal_error", 0) == 0
+
+
+def test_nan_claims_never_enter_state() -> None:
+    core, a, b = _two_players()
+    run_ticks(core, [a, b], 5)
+    now = core.next_tick_s()
+    msg = proto.decode_client(a.command(now))
+    cmd = msg.commands[-1]._replace(pos=(float("nan"), 0.0, 0.0))
+    raw = proto.encode(proto.Input(token=a.token, packet_seq=a.packet_seq + 1, client_time_s=now, ack_tick=None,
+                                   commands=(cmd,)), check_size=False)
+    core.receive(a.address, raw, now)
+    core.step(now)
+    assert np.all(np.isfinite(core.world.pos))
