@@ -49,12 +49,14 @@ class TransportConfig:
         queue_datagrams: receive queue bound (datagrams); beyond it new datagrams are dropped.
         max_catchup_ticks: after a stall the loop runs at most this many late ticks back to back,
             then skips the rest (counted) rather than spiralling.
+        run_ticks: run the tick loop (False only to measure the receive path alone).
     """
 
     host: str = "127.0.0.1"
     port: int = 0
     queue_datagrams: int = 8192
     max_catchup_ticks: int = 8
+    run_ticks: bool = True
 
 
 class UdpServer:
@@ -102,7 +104,9 @@ class UdpServer:
         if hasattr(transport, "max_size"):
             transport.max_size = READ_SIZE_BYTES
         self._t0 = loop.time() - self.core.time_s
-        self._tasks = [asyncio.create_task(self._receive_loop()), asyncio.create_task(self._tick_loop())]
+        self._tasks = [asyncio.create_task(self._receive_loop())]
+        if self.config.run_ticks:
+            self._tasks.append(asyncio.create_task(self._tick_loop()))
         log.info("serving %s on %s:%d at %d Hz", self.core.map.name, *self.address, self.core.config.tick_rate_hz)
 
     async def stop(self) -> None:
