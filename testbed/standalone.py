@@ -1,0 +1,205 @@
+"""The server alone and bots alone, over real UDP: what ``referee serve`` and ``referee bots`` run.
+
+``serve`` runs the server core with the full detector suite behind a UDP socket until its
+duration is over or it is cancelled (Ctrl-C), optionally recording a replay. ``run_bot_swarm``
+connects N bots of one profile to any server (ours or another implementation of PROTOCOL.md),
+through a loopback ``LinkProxy`` when link impairments are asked for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import secrets
+import signal
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from anticheat.suite import build_pipeline
+from server.config import ServerConfig
+from server.core import ServerCore
+from server.events import EventBus
+from server.recording import ReplayWriter
+from server.transport import TransportConfig, UdpServer
+from testbed.link import PathConfig
+from testbed.link_proxy import LinkProxy, ProxyConfig
+from testbed.bot_factory import DefaultBotFactory
+from testbed.match import (
+    Deadline,
+    MatchBook,
+    ServerClock,
+    complete_replay_header,
+    plain,
+    transport_stats,
+)
+from testbed.scenario import BotSpec
+from world.geometry import MapGeometry
+from world.mapfile import GameMap
+
+__all__ = ["ServeStatus", "run_bot_swarm", "serve"]
+
+log = logging.getLogger(__name__)
+
+Address = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class ServeStatus:
+    """Live figures of a running server: time_s (server time, s), players, kills, detections."""
+
+    time_s: float
+    players: int
+    kills: int
+    detections: int
+
+
+async def serve(
+    game_map: GameMap,
+    *,
+    tick_rate_hz: int = 64,
+    bind: Address = ("127.0.0.1", 0),
+    duration_s: float | None = None,
+    seed: int = 0,
+    replay_path: str | os.PathLike[str] | None = None,
+    tolerances: Mapping[str, Mapping[str, Any]] | None = None,
+    on_listening: Callable[[Address], None] | None = None,
+    status: Callable[[ServeStatus], None] | None = None,
+    status_every_s: float = 1.0,
+    stop_on_sigint: bool = False,
+) -> dict[str, Any]:
+    """Run a server until ``duration_s`` (None: until cancelled); returns the core's report.
+
+    Args:
+        game_map: the map. tick_rate_hz: 64 or 128. bind: (host, port) to listen on.
+        seed: the core's seed (spawns, spread). replay_path: record here (None: no recording).
+        tolerances: detector override tables. on_listening: called with the bound address.
+        status: called every ``status_every_s`` seconds with live figures.
+        stop_on_sigint: Ctrl-C ends the run cleanly (report, replay completed) instead of
+            interrupting it (Unix event loops only).
+    """
+    config = ServerConfig(tick_rate_hz=tick_rate_hz)
+    clock = ServerClock()
+    pipeline = build_pipeline(tolerances, clock=clock)
+    bus = EventBus()
+    book = MatchBook(bus)
+    recorder = None
+    if replay_path is not None:
+        header = {
+            "kind": "referee-serve",
+            "mode": "udp",
+            "map": game_map.name,
+            "map_source": game_map.source,
+            "seed": seed,
+            "tick_rate_hz": tick_rate_hz,
+            "config": plain(config),
+            "tolerances": plain(dict(tolerances or {})),
+            "labels": [],
+        }
+        recorder = ReplayWriter(replay_path, header)
+    core = ServerCore(
+        config, game_map, secret=secrets.token_bytes(32), seed=seed, pipeline=pipeline, recorder=recorder, bus=bus
+    )
+    clock.source = lambda: core.time_s
+    deadline = Deadline(duration_s)
+    server = UdpServer(core, TransportConfig(host=bind[0], port=bind[1]), on_tick=deadline)
+    try:
+        await server.start()
+    except BaseException:
+        core.close()
+        raise
+    if on_listening is not None:
+        on_listening(server.address)
+
+    async def report_status() -> None:
+        while True:
+            await asyncio.sleep(status_every_s)
+            if status is not None:
+                status(ServeStatus(core.time_s, len(book.names), book.kills, book.detections))
+
+    ticker = asyncio.create_task(report_status(), name="serve-status") if status is not None else None
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    if stop_on_sigint:
+        loop.add_signal_handler(signal.SIGINT, stop.set)
+    try:
+        await deadline.wait(stop)
+    finally:
+        if stop_on_sigint:
+            loop.remove_signal_handler(signal.SIGINT)
+        if ticker is not None:
+            ticker.cancel()
+            await asyncio.gather(ticker, return_exceptions=True)
+        await server.stop()
+        report = core.report()
+        core.close()
+        if replay_path is not None:
+            complete_replay_header(Path(replay_path), {"connections": book.connections, "final_tick": report["tick"]})
+    report["udp"] = transport_stats(server)
+    return report
+
+
+async def run_bot_swarm(
+    server: Address,
+    game_map: GameMap,
+    *,
+    count: int,
+    profile: str = "honest",
+    skill: str = "average",
+    ping_ms: float = 0.0,
+    jitter_ms: float = 0.0,
+    loss: float = 0.0,
+    duration_s: float = 60.0,
+    seed: int = 0,
+    name_prefix: str | None = None,
+    params: Mapping[str, Any] | None = None,
+) -> list[Any]:
+    """Connect ``count`` bots of ``profile`` to ``server`` for ``duration_s`` seconds.
+
+    With any impairment (ping, jitter, loss) the bots talk to a loopback ``LinkProxy`` that
+    forwards to ``server``. Returns each bot's final ``bots.client.ClientStats``.
+    """
+    from bots.udp import run_bots
+
+    if count < 1:
+        raise ValueError(f"count must be >= 1, got {count}")
+    path = PathConfig.from_ping(ping_ms, jitter_ms=jitter_ms, loss=loss)
+    geometry = MapGeometry(game_map)
+    factory = DefaultBotFactory()
+    rngs = np.random.default_rng(seed).spawn(count + 1)
+    prefix = name_prefix or profile
+    bots = [
+        factory(
+            BotSpec(
+                index=i,
+                name=f"{prefix}-{i + 1}",
+                group=0,
+                profile=profile,
+                skill=skill,
+                params=dict(params or {}),
+                path=path,
+                ping_ms=ping_ms,
+                jitter_ms=jitter_ms,
+                loss=loss,
+            ),
+            game_map=game_map,
+            geometry=geometry,
+            tick_rate_hz=64,
+            rng=rngs[i],
+        )
+        for i in range(count)
+    ]
+    impaired = ping_ms > 0 or jitter_ms > 0 or loss > 0
+    if not impaired:
+        return await run_bots(server, bots, duration_s)  # type: ignore[arg-type]
+    (proxy_seed,) = rngs[count].integers(0, 2**63 - 1, size=1).tolist()
+    async with LinkProxy(ProxyConfig(upstream=server, default=path, seed=proxy_seed)) as proxy:
+        stats = await run_bots(proxy.address, bots, duration_s)  # type: ignore[arg-type]
+        # The bots' DISCONNECTs are still in the emulated link: let them arrive before the
+        # proxy closes, or the server only notices the bots left when they time out.
+        await asyncio.sleep(ping_ms / 2000.0 + 4.0 * jitter_ms / 1000.0 + 0.05)
+        return stats

@@ -1,0 +1,303 @@
+"""The ``referee`` CLI: parsing, --help, replay summaries and re-detection, short matches end to end."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from anticheat.events import ConnectionSample, Detection, FireEvidence, FireKind, KillEvent, ShotClaim, ShotResult, SpawnEvent
+from lagcomp.shot import RewindDecision
+from server.recording import ReplayReader, ReplayWriter
+from testbed.cli import build_parser, main
+from testbed.match import complete_replay_header
+from testbed.replay_summary import detect, summarize
+from anticheat.suite import build_pipeline
+from world.weapons import WeaponId
+
+PISTOL = int(WeaponId.PISTOL)
+
+
+def run_cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+# --- parsing ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [[], ["serve"], ["bots"], ["match"], ["replay"]])
+def test_help_for_every_subcommand(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*command, "--help"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("usage: referee")
+    for flag in {"serve": ["--tick-rate", "--bind", "--replay"], "bots": ["--server", "--ping-ms", "--loss"],
+                 "match": ["--virtual", "--json", "--tolerances"], "replay": ["--detect"]}.get(
+        command[0] if command else "", ["serve", "bots", "match", "replay"]
+    ):
+        assert flag in text
+
+
+def test_parser_defaults_and_values() -> None:
+    p = build_parser()
+    a = p.parse_args(["serve"])
+    assert (a.map, a.tick_rate, a.port, a.bind, a.duration) == ("corridors", 64, 27015, "127.0.0.1", None)
+    a = p.parse_args(["bots", "--server", "127.0.0.1:27015", "--count", "3", "--ping-ms", "120", "--loss", "0.02"])
+    assert a.server == ("127.0.0.1", 27015) and a.count == 3 and a.ping_ms == 120.0 and a.loss == 0.02
+    a = p.parse_args(["match", "x.toml", "--virtual", "--duration", "5", "--seed", "7", "--json"])
+    assert (a.scenario, a.virtual, a.duration, a.seed, a.json) == ("x.toml", True, 5.0, 7, True)
+    a = p.parse_args(["match"])
+    assert a.scenario is None and not a.virtual
+    a = p.parse_args(["replay", "f.replay", "--detect", "--tolerances", "t.toml"])
+    assert (a.file, a.detect, a.tolerances) == ("f.replay", True, "t.toml")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["bots"],
+        ["bots", "--server", "nohostport"],
+        ["bots", "--server", "h:1", "--loss", "2"],
+        ["bots", "--server", "h:1", "--count", "0"],
+        ["serve", "--tick-rate", "60"],
+        ["serve", "--port", "70000"],
+        ["match", "--duration", "-1"],
+        ["nonsense"],
+    ],
+)
+def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    assert "usage: referee" in capsys.readouterr().err
+
+
+def test_bad_inputs_exit_1_with_a_message(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('map = "open"\nduration_s = 5\ntick_rate_hz = 64\nseed = 1\n[[bots]]\ncount = 1\nprofile = "x"\n')
+    code, _, err = run_cli("match", str(bad), "--virtual")
+    assert code == 1 and f"{bad}: bots[0].profile: unknown profile 'x'" in err
+    code, _, err = run_cli("replay", str(tmp_path / "missing.replay"))
+    assert code == 1 and "missing.replay" in err
+    not_replay = tmp_path / "x.replay"
+    not_replay.write_bytes(b"hello")
+    code, _, err = run_cli("replay", str(not_replay))
+    assert code == 1 and "not a Referee replay" in err
+    tol = tmp_path / "t.toml"
+    tol.write_text("[bustaim]\nno_such_key = 1\n")
+    good = tmp_path / "good.toml"
+    good.write_text(HONEST)
+    code, _, err = run_cli("match", str(good), "--virtual", "--tolerances", str(tol))
+    assert code == 1 and "[bustaim] unknown key 'no_such_key'" in err
+
+
+# --- replay summaries and re-detection ----------------------------------------------------------
+
+
+def shot(slot: int, t: float, victim: int | None = None, bone: int = 0) -> ShotResult:
+    return ShotResult(
+        shooter=slot, tick=round(t * 64), time_s=t, weapon=PISTOL, pellet=0, origin=(5.0, 5.0, 1.64),
+        direction=(1.0, 0.0, 0.0), rewind_time_s=t - 0.1, rewind_decision=RewindDecision.CLAIMED,
+        rewind_clamped=False, victim=victim, victim_generation=0, bone=bone,
+        hit_point=(15.0, 5.0, 1.6), distance_m=10.0, blocked_by_wall=False,
+        victim_pos=(15.0, 5.0, 0.0) if victim is not None else None, victim_speed_m_s=0.0,
+        damage=30.0 if victim is not None else 0.0,
+        claim=ShotClaim(shooter=slot, weapon=PISTOL, yaw_deg=0.0, pitch_deg=0.0),
+    )
+
+
+def write_synthetic_replay(path: Path) -> list[Detection]:
+    """A replay recorded the way ServerCore records: frames of events plus the pipeline's detections.
+
+    Slot 0 crouch-cancels its pistol (auto-C), leaves, and its slot is reused by a new player;
+    slot 1 kills slot 0 once with a headshot.
+    """
+    connections = [
+        [0.0, "connect", 0, "cheater"],
+        [0.0, "connect", 1, "honest-1"],
+        [3.0, "disconnect", 0, "cheater", "client"],
+        [3.0, "connect", 0, "late-joiner"],
+    ]
+    now = [0.0]
+    pipeline = build_pipeline(clock=lambda: now[0])
+    writer = ReplayWriter(path, {"kind": "test", "map": "open", "seed": 1, "tick_rate_hz": 64,
+                                 "labels": [{"name": "cheater", "profile": "rapid_fire"},
+                                            {"name": "honest-1", "profile": "honest"},
+                                            {"name": "late-joiner", "profile": "honest"}]})
+    frames: dict[int, list[object]] = {}
+
+    def at(t: float, event: object) -> None:
+        frames.setdefault(round(t * 64), []).append(event)
+
+    for slot in (0, 1):
+        at(0.25, SpawnEvent(slot, 16, 0.25))
+        at(0.25, ConnectionSample(slot, 0.25, 50.0, 2.0, 0.0, 0.0))
+    for i in range(8):
+        at(1.0 + 0.2 * i, shot(0, 1.0 + 0.2 * i))
+        at(1.0 + 0.2 * i, FireEvidence(0, round((1.0 + 0.2 * i) * 64), 1.0 + 0.2 * i, PISTOL, FireKind.TOO_SOON, 0.2, 0.24))
+    at(2.5, shot(1, 2.5, victim=0, bone=2))
+    at(2.5, KillEvent(1, 0, 160, 2.5, PISTOL, 2, 10.0, 0, True))
+    at(3.25, ConnectionSample(0, 3.25, 40.0, 1.0, 0.0, 0.0))
+    for i in range(3):
+        at(3.5 + 0.2 * i, shot(0, 3.5 + 0.2 * i))
+    live: list[Detection] = []
+    pending = list(connections)
+    for tick in sorted(frames):
+        t = tick / 64
+        while pending and pending[0][0] <= t:
+            _, kind, slot, name = pending.pop(0)[:4]
+            if kind == "connect":
+                pipeline.reset_player(slot)
+                pipeline.bind(slot, name)
+            else:
+                pipeline.unbind(slot)
+        now[0] = t
+        found = [d for e in frames[tick] for d in pipeline.feed(e)]
+        live.extend(found)
+        writer.write_tick(tick, t, [*frames[tick], *found])
+    writer.close()
+    complete_replay_header(path, {"connections": connections})
+    return live
+
+
+def test_replay_summary_counts_per_type_and_player(tmp_path: Path) -> None:
+    path = tmp_path / "s.replay"
+    write_synthetic_replay(path)
+    s = summarize(path)
+    assert not s.truncated
+    assert s.events_by_type["ShotResult"] == 12 and s.events_by_type["KillEvent"] == 1
+    p0, p1 = s.players
+    assert p0.names == ["cheater", "late-joiner"] and p0.profile == "rapid_fire"
+    assert (p0.shots, p0.deaths, p0.fire) == (11, 1, 8)
+    assert (p1.name, p1.shots, p1.hits, p1.headshots, p1.kills) == ("honest-1", 1, 1, 1, 1)
+    code, out, _ = run_cli("replay", str(path), "--json")
+    assert code == 0
+    doc = json.loads(out.strip().splitlines()[-1])
+    assert doc["summary"]["events_by_type"]["ShotResult"] == 12
+    assert doc["summary"]["header"]["kind"] == "test"
+    code, out, _ = run_cli("replay", str(path))
+    assert code == 0 and "events per type" in out and "late-joiner" in out
+
+
+def test_replay_detect_reproduces_the_live_detections(tmp_path: Path) -> None:
+    path = tmp_path / "d.replay"
+    live = write_synthetic_replay(path)
+    assert any(d.kind == "auto_c" and d.player == 0 for d in live)
+    run = detect(path)
+    assert run.matches_live and len(run.detections) == len(live)
+    assert run.names[0] == "late-joiner"
+    code, out, _ = run_cli("replay", str(path), "--detect", "--json")
+    assert code == 0
+    doc = json.loads(out.strip().splitlines()[-1])
+    assert doc["detect"]["matches_live"] is True
+    assert doc["detect"]["detections"] == len(live)
+    code, out, _ = run_cli("replay", str(path), "--detect")
+    assert code == 0 and "the same as the live run" in out
+
+
+def test_replay_detect_with_other_tolerances_differs(tmp_path: Path) -> None:
+    path = tmp_path / "t.replay"
+    write_synthetic_replay(path)
+    tol = tmp_path / "tol.toml"
+    tol.write_text("[fire]\nauto_c_count = 1000\ntoo_soon_count = 1000\n")
+    code, out, _ = run_cli("replay", str(path), "--detect", "--tolerances", str(tol), "--json")
+    assert code == 0
+    doc = json.loads(out.strip().splitlines()[-1])
+    assert doc["detect"]["matches_live"] is False
+    assert doc["detect"]["tolerances"]["fire"]["auto_c_count"] == 1000
+    code, _, err = run_cli("replay", str(path), "--tolerances", str(tol))
+    assert code == 1 and "--detect" in err
+
+
+def test_truncated_replay_reads_up_to_the_last_frame(tmp_path: Path) -> None:
+    path = tmp_path / "cut.replay"
+    write_synthetic_replay(path)
+    data = path.read_bytes()
+    path.write_bytes(data[:-7])
+    s = summarize(path)
+    assert s.truncated and s.frames == sum(1 for _ in ReplayReader(path).frames())
+
+
+# --- matches end to end ---------------------------------------------------------------------------
+
+HONEST = """
+name = "cli-test"
+map = "corridors"
+duration_s = 2.0
+tick_rate_hz = 64
+seed = 11
+
+[[bots]]
+count = 2
+ping_ms = 40.0
+name_prefix = "near"
+
+[[bots]]
+count = 2
+ping_ms = 180.0
+jitter_ms = 8.0
+loss = 0.03
+name_prefix = "far"
+"""
+
+REQUIRED = {"name", "profile", "ping_ms", "loss", "shots", "hits", "kills", "detections", "sanction"}
+
+
+def test_virtual_match_json_and_replay(tmp_path: Path) -> None:
+    scenario = tmp_path / "honest.toml"
+    scenario.write_text(HONEST)
+    replay = tmp_path / "m.replay"
+    code, out, err = run_cli("match", str(scenario), "--virtual", "--json", "--replay", str(replay))
+    assert code == 0, err
+    doc = json.loads(out.strip().splitlines()[-1])
+    assert doc["mode"] == "virtual" and doc["scenario"] == "cli-test" and doc["duration_s"] == 2.0
+    assert [p["name"] for p in doc["players"]] == ["near-1", "near-2", "far-1", "far-2"]
+    for p in doc["players"]:
+        assert REQUIRED <= set(p)
+        assert p["profile"] == "honest" and isinstance(p["detections"], list)
+        assert p["connected"] is True
+    assert doc["players"][2]["ping_ms"] == 180.0 and doc["players"][2]["loss"] == 0.03
+    reader = ReplayReader(replay)
+    assert [label["name"] for label in reader.header["labels"]] == ["near-1", "near-2", "far-1", "far-2"]
+    assert {row[3] for row in reader.header["connections"]} == {"near-1", "near-2", "far-1", "far-2"}
+    assert detect(replay).matches_live
+    code, out, _ = run_cli("match", str(scenario), "--virtual", "--duration", "1", "--seed", "3")
+    assert code == 0 and "cli-test on corridors" in out and "near-1" in out
+
+
+def test_udp_match_on_loopback(tmp_path: Path) -> None:
+    scenario = tmp_path / "udp.toml"
+    scenario.write_text(HONEST.replace("count = 2", "count = 1").replace("duration_s = 2.0", "duration_s = 1.5"))
+    code, out, err = run_cli("match", str(scenario), "--json", "--no-progress")
+    assert code == 0, err
+    doc = json.loads(out.strip().splitlines()[-1])
+    assert doc["mode"] == "udp"
+    assert doc["server"]["udp"]["address"].startswith("127.0.0.1:")
+    assert all(p["connected"] for p in doc["players"])
+    assert doc["server"]["counters"]["commands_received"] > 0
+
+
+def test_serve_and_bots_over_loopback(tmp_path: Path) -> None:
+    from testbed.standalone import run_bot_swarm, serve
+    from world.mapfile import builtin_map
+
+    game_map = builtin_map("corridors")
+    replay = tmp_path / "serve.replay"
+
+    async def scenario() -> tuple[dict, list]:
+        listening: asyncio.Future[tuple[str, int]] = asyncio.get_running_loop().create_future()
+        server = asyncio.create_task(
+            serve(game_map, duration_s=2.0, replay_path=replay, on_listening=listening.set_result)
+        )
+        address = await listening
+        stats = await run_bot_swarm(address, game_map, count=2, ping_ms=60.0, loss=0.01, duration_s=1.5)
+        return await server, stats
+
+    report, stats = asyncio.run(scenario())
+    assert {p["name"] for p in report["players"]} <= {"honest-1", "honest-2"}
+    assert report["counters"]["connects"] == 2
+    assert all(s.slot is not None for s in stats)
+    header = ReplayReader(replay).header
+    assert header["kind"] == "referee-serve" and len(header["connections"]) >= 2
