@@ -69,45 +69,64 @@ class VisibilityCuller:
         if vi.size == 0:
             return
         horizon = rtt_s[vi] + self.period_s + self.config.horizon_margin_s
-        now_seen = self._any_clear(world, vi, ti, np.zeros_like(horizon))
-        rest = ~now_seen
-        if np.any(rest):
-            later = self._any_clear(world, vi[rest], ti[rest], horizon[rest])
-            now_seen[np.flatnonzero(rest)] = later
-        self.visible[vi[now_seen], ti[now_seen]] = True
+        seen = self._visible_pairs(world, vi, ti, horizon)
+        self.visible[vi[seen], ti[seen]] = True
 
-    def _any_clear(self, world: WorldState, vi: np.ndarray, ti: np.ndarray, ahead_s: np.ndarray) -> np.ndarray:
-        """(P,) True where the viewer's eye sees any sample point of the target, both moved ``ahead_s``."""
+    def _visible_pairs(self, world: WorldState, vi: np.ndarray, ti: np.ndarray, horizon: np.ndarray) -> np.ndarray:
+        """(P,) True where the viewer's eye sees any sample of the target, now or both moved ahead.
+
+        Two batched queries per refresh, whatever the number of pairs: the chest ray of every
+        pair now, then every other sample (now and predicted) of the pairs still hidden. The
+        geometry has a fixed cost per call, so fewer, larger calls are what keeps this cheap.
+        """
+        eye_now, feet_now, height = self._poses(world, vi, ti, np.zeros_like(horizon))
+        chest = feet_now.copy()
+        chest[:, 2] += height * _HEIGHT_FRACTIONS[1]
+        seen = self._clear(eye_now, chest)
+        hidden = np.flatnonzero(~seen)
+        if hidden.size == 0:
+            return seen
+        p0s, p1s, owner = [], [], []
+        for k, ahead in enumerate((np.zeros(hidden.size), horizon[hidden])):
+            eye, feet, h = self._poses(world, vi[hidden], ti[hidden], ahead)
+            # The chest ray of "now" was the first query.
+            for point in self._samples(eye, feet, h, skip_chest=k == 0):
+                p0s.append(eye)
+                p1s.append(point)
+                owner.append(hidden)
+        clear = self._clear(np.concatenate(p0s), np.concatenate(p1s))
+        seen[np.concatenate(owner)[clear]] = True
+        return seen
+
+    @staticmethod
+    def _poses(world: WorldState, vi: np.ndarray, ti: np.ndarray, ahead_s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Viewer eyes, target feet (both moved ``ahead_s`` along their velocities) and body heights."""
         eye = world.pos[vi] + world.vel[vi] * ahead_s[:, None]
         eye[:, 2] = world.pos[vi, 2] + _EYE[world.stance[vi]]
         feet = world.pos[ti] + world.vel[ti] * ahead_s[:, None]
         feet[:, 2] = world.pos[ti, 2]
-        height = BOUND_ZMAX[world.stance[ti]]
-        # Centre-line samples first; only pairs still hidden pay for the side samples.
-        seen = np.zeros(vi.size, dtype=bool)
-        for frac in _HEIGHT_FRACTIONS:
-            todo = np.flatnonzero(~seen)
-            if todo.size == 0:
-                return seen
-            point = feet[todo].copy()
-            point[:, 2] += height[todo] * frac
-            seen[todo] = self._clear(eye[todo], point)
-        todo = np.flatnonzero(~seen)
-        if todo.size:
-            d = feet[todo, :2] - eye[todo, :2]
-            norm = np.hypot(d[:, 0], d[:, 1])
-            norm = np.where(norm > 1e-9, norm, 1.0)
-            side = np.column_stack([-d[:, 1] / norm, d[:, 0] / norm]) * self.config.lateral_m
-            for sign in (1.0, -1.0):
-                todo2 = todo[~seen[todo]]
-                if todo2.size == 0:
-                    break
-                idx = np.searchsorted(todo, todo2)
-                point = feet[todo2].copy()
-                point[:, :2] += sign * side[idx]
-                point[:, 2] += height[todo2] * _SIDE_FRACTION
-                seen[todo2] = self._clear(eye[todo2], point)
-        return seen
+        return eye, feet, BOUND_ZMAX[world.stance[ti]]
+
+    def _samples(self, eye: np.ndarray, feet: np.ndarray, height: np.ndarray, skip_chest: bool) -> list[np.ndarray]:
+        """Sample points of the target's extents: head, chest, knees on the centre line, and both
+        sides at shoulder height across the line of sight."""
+        out = []
+        for k, frac in enumerate(_HEIGHT_FRACTIONS):
+            if skip_chest and k == 1:
+                continue
+            point = feet.copy()
+            point[:, 2] += height * frac
+            out.append(point)
+        d = feet[:, :2] - eye[:, :2]
+        norm = np.hypot(d[:, 0], d[:, 1])
+        norm = np.where(norm > 1e-9, norm, 1.0)
+        side = np.column_stack([-d[:, 1] / norm, d[:, 0] / norm]) * self.config.lateral_m
+        for sign in (1.0, -1.0):
+            point = feet.copy()
+            point[:, :2] += sign * side
+            point[:, 2] += height * _SIDE_FRACTION
+            out.append(point)
+        return out
 
     def _clear(self, p0: np.ndarray, p1: np.ndarray) -> np.ndarray:
         self.rays_cast += p0.shape[0]
