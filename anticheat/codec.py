@@ -23,7 +23,7 @@ from anticheat.events import (
     FireEvidence,
     KillEvent,
     MovementEvidence,
-    ShotClaim,
+    SessionEvent,
     ShotResult,
     SpawnEvent,
 )
@@ -37,6 +37,7 @@ EVENT_TAGS: dict[type, int] = {
     ConnectionSample: 6,
     SpawnEvent: 7,
     Detection: 8,
+    SessionEvent: 9,
 }
 TAG_EVENTS: dict[int, type] = {tag: cls for cls, tag in EVENT_TAGS.items()}
 

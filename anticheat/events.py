@@ -27,6 +27,7 @@ __all__ = [
     "MovementKind",
     "RewindDecision",
     "ShotClaim",
+    "SessionEvent",
     "ShotResult",
     "SpawnEvent",
 ]
@@ -98,6 +99,21 @@ class SpawnEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class SessionEvent:
+    """A player took a slot (``connect``) or left it (``disconnect``).
+
+    Slots are reused, so detector state is keyed by slot between a connect and the next
+    disconnect; ``name`` is the stable player key the sanction policy and store use.
+    """
+
+    player: int
+    tick: int
+    time_s: float
+    kind: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
 class ConnectionSample:
     """Connection quality of one player as measured by the server.
 
@@ -115,7 +131,9 @@ class ConnectionSample:
     exempt: bool = False
 
 
-Event = ShotResult | KillEvent | AimSample | MovementEvidence | FireEvidence | ConnectionSample | SpawnEvent
+Event = (
+    ShotResult | KillEvent | AimSample | MovementEvidence | FireEvidence | ConnectionSample | SpawnEvent | SessionEvent
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,7 @@ from anticheat.events import (
     FireEvidence,
     KillEvent,
     MovementEvidence,
+    SessionEvent,
     ShotResult,
     SpawnEvent,
 )
@@ -166,7 +167,7 @@ class DetectionPipeline:
         self._last_decided: dict[str, float] = {}
         self._decision_interval_s = decision_interval_s
         self._next_id = (store.max_detection_id() + 1) if store is not None else 1
-        self._event_counts: dict[type, int] = dict.fromkeys(self._routes, 0)
+        self._event_counts: dict[type, int] = dict.fromkeys([*self._routes, SessionEvent], 0)
         self._unknown = 0
         self._detection_counts: dict[tuple[str, str], int] = {}
         self._errors: dict[str, int] = {}
@@ -179,6 +180,9 @@ class DetectionPipeline:
         event_type = type(event)
         route = self._routes.get(event_type)
         if route is None:
+            if event_type is SessionEvent:
+                self._on_session(event)  # type: ignore[arg-type]
+                return []
             self._unknown += 1
             if self._unknown == 1:
                 log.warning("pipeline: ignoring event of unknown type %s", event_type.__name__)
@@ -325,6 +329,15 @@ class DetectionPipeline:
             callbacks.remove(callback)
 
     # --- players and flags ----------------------------------------------------------------
+
+    def _on_session(self, event: SessionEvent) -> None:
+        """A slot changed hands: what happened live happens again in a replay, from the stream."""
+        self._event_counts[SessionEvent] += 1
+        if event.kind == "connect":
+            self.reset_player(event.player)
+            self.bind(event.player, event.name)
+        elif event.kind == "disconnect":
+            self.unbind(event.player)
 
     def bind(self, slot: int, player_key: str) -> None:
         """``slot`` now belongs to the player with the stable ``player_key``."""

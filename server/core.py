@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from anticheat.events import AimSample, ConnectionSample, Detection, KillEvent, SpawnEvent
+from anticheat.events import AimSample, ConnectionSample, Detection, KillEvent, SessionEvent, SpawnEvent
 from anticheat.pipeline import DetectionPipeline
 from lagcomp.history import TickHistory
 from lagcomp.hitreg import BaitTargets, ShotBatch, eye_positions, register_shots, to_shot_result
@@ -135,6 +135,7 @@ class ServerCore:
         self._next_conn_sample_s = 0.0
         self._datagrams_this_tick = 0
         self._tick_events: list[Any] = []
+        self._session_events: list[SessionEvent] = []
         self._out: Outgoing = []
 
     # ------------------------------------------------------------------ time
@@ -248,9 +249,8 @@ class ServerCore:
         self.timer.reset(slot)
         self.culler.forget(slot)
         self.detections[slot] = Counter()
-        if self.pipeline is not None:
-            self.pipeline.reset_player(slot)
-            self.pipeline.bind(slot, name)
+        # Detector state follows from this event, live and in a replay alike.
+        self._session_events.append(SessionEvent(player=slot, tick=self.tick, time_s=now_s, kind="connect", name=name))
         session.respawn_at_s = now_s
         self.counters["connects"] += 1
         self.bus.publish(PlayerConnected(slot=slot, name=name, address=f"{addr[0]}:{addr[1]}", time_s=now_s))
@@ -293,8 +293,9 @@ class ServerCore:
         self.timer.reset(slot)
         self.culler.forget(slot)
         self.netstats.close(slot)
-        if self.pipeline is not None:
-            self.pipeline.unbind(slot)
+        self._session_events.append(
+            SessionEvent(player=slot, tick=self.tick, time_s=self.time_s, kind="disconnect", name=session.name)
+        )
         self.counters[f"disconnect_{reason}"] += 1
         self.bus.publish(PlayerDisconnected(slot=slot, name=session.name, reason=reason, time_s=self.time_s))
 
@@ -306,7 +307,8 @@ class ServerCore:
         self.tick += 1
         self.time_s = now_s
         self._datagrams_this_tick = 0
-        self._tick_events = []
+        self._tick_events = self._session_events
+        self._session_events = []
         self._out = []
         self._expire_clients(now_s)
         self._respawn_due(now_s)

@@ -31,7 +31,6 @@ import logging
 import math
 import os
 import secrets
-import struct
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -47,7 +46,7 @@ from anticheat.tolerances import apply_overrides
 from server.config import ServerConfig
 from server.core import ServerCore
 from server.events import EventBus, PlayerConnected, PlayerDisconnected
-from server.recording import MAGIC, ReplayWriter
+from server.recording import ReplayWriter
 from server.transport import TransportConfig, UdpServer
 from testbed.bot_factory import BotFactory, DefaultBotFactory
 from testbed.link_proxy import LinkProxy, ProxyConfig
@@ -55,7 +54,6 @@ from testbed.report import NO_SANCTION, MatchResult, PlayerResult, detection_cou
 from testbed.scenario import Scenario, ScenarioError, thaw
 from testbed.virtual import ClientEndpoint, VirtualNetwork, VirtualProgress
 from world.geometry import MapGeometry
-from world.mapfile import GameMap
 
 __all__ = [
     "Deadline",
@@ -63,7 +61,6 @@ __all__ = [
     "MatchProgress",
     "MatchSetup",
     "ServerClock",
-    "complete_replay_header",
     "plain",
     "run_udp",
     "run_virtual",
@@ -112,7 +109,6 @@ class MatchBook:
     def __init__(self, bus: EventBus) -> None:
         self.names: dict[int, str] = {}
         self.slots: dict[str, int] = {}
-        self.connections: list[list[Any]] = []
         self.rows: dict[str, list[tuple[str, str, float]]] = {}
         self.kills = 0
         self.detections = 0
@@ -124,11 +120,9 @@ class MatchBook:
     def _connected(self, e: PlayerConnected) -> None:
         self.names[e.slot] = e.name
         self.slots[e.name] = e.slot
-        self.connections.append([e.time_s, "connect", e.slot, e.name])
 
     def _disconnected(self, e: PlayerDisconnected) -> None:
         self.names.pop(e.slot, None)
-        self.connections.append([e.time_s, "disconnect", e.slot, e.name, e.reason])
 
     def _kill(self, _: KillEvent) -> None:
         self.kills += 1
@@ -277,8 +271,6 @@ class MatchSetup:
         """Close the core and the replay; the result table's data."""
         report = self.core.report()
         self.core.close()
-        if self.replay_path is not None:
-            complete_replay_header(self.replay_path, {"connections": self.book.connections, "final_tick": report["tick"]})
         by_name = {p["name"]: p for p in report.get("players", [])}
         players = []
         for spec in self.specs:
@@ -328,29 +320,6 @@ def _sanction_name(sanction: Mapping[str, Any], has_evidence: bool) -> str:
     if not level or (level == "log" and not has_evidence):
         return NO_SANCTION
     return str(level)
-
-
-def complete_replay_header(path: str | os.PathLike[str], extra: Mapping[str, Any]) -> None:
-    """Rewrite a finished replay with ``extra`` merged into its header, atomically.
-
-    The frames are copied byte for byte; only the header frame changes.
-    """
-    from server.recording import ReplayReader
-
-    source = Path(path)
-    header = ReplayReader(source).header
-    data = source.read_bytes()
-    # Layout (server/recording.py): MAGIC, then frames of u32 length | u32 crc | payload.
-    (length,) = struct.unpack_from("<I", data, len(MAGIC))
-    body = data[len(MAGIC) + 8 + length :]
-    tmp = source.with_name(source.name + ".tmp")
-    merged = {k: v for k, v in header.items() if k != "format_version"}
-    merged.update(plain(dict(extra)))
-    writer = ReplayWriter(tmp, merged)
-    writer.close()
-    with open(tmp, "ab") as fh:
-        fh.write(body)
-    os.replace(tmp, source)
 
 
 # --- the two modes --------------------------------------------------------------------------

@@ -6,9 +6,9 @@ detections recorded live) and notes a truncated tail.
 
 ``--detect`` feeds the recorded events, frame by frame, through a fresh detector suite built by
 ``anticheat.suite.build_pipeline`` with the tolerances recorded in the header, overridden by an
-optional tolerance file. It replays what the live server did to its pipeline between events, as
-the header's ``connections`` list records it: on a connect the slot's detector state is reset and
-the slot bound to the player's name, on a disconnect it is unbound. The pipeline's clock is the
+optional tolerance file. Slot changes are events in the stream (``SessionEvent``), which the
+pipeline handles itself exactly as it did live (reset and bind on a connect, unbind on a
+disconnect), so nothing needs replaying by hand. The pipeline's clock is the
 time of the frame being fed, as it was the server's clock live, so with unchanged tolerances the
 detections equal the recorded ones (DESIGN principle 3); :attr:`DetectRun.matches_live` says so.
 """
@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import os
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from anticheat.suite import build_pipeline
-from anticheat.events import Detection, FireEvidence, KillEvent, MovementEvidence, ShotResult
+from anticheat.events import Detection, FireEvidence, KillEvent, MovementEvidence, SessionEvent, ShotResult
 from server.recording import ReplayReader
 from testbed.report import DetectionCount, detection_counts
 
@@ -136,15 +136,6 @@ def _labels(header: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     return {str(label.get("name")): label for label in labels if isinstance(label, Mapping)}
 
 
-def _connections(header: Mapping[str, Any]) -> list[tuple[float, str, int, str]]:
-    """``(time_s, "connect"|"disconnect", slot, name)`` in recorded order."""
-    out: list[tuple[float, str, int, str]] = []
-    for row in header.get("connections") or []:
-        if isinstance(row, (list, tuple)) and len(row) >= 4:
-            out.append((float(row[0]), str(row[1]), int(row[2]), str(row[3])))
-    return out
-
-
 def summarize(path: str | os.PathLike[str]) -> ReplaySummary:
     """Read a replay and count what it holds (ReplayError when it is not a replay)."""
     reader = ReplayReader(path)
@@ -158,13 +149,6 @@ def summarize(path: str | os.PathLike[str]) -> ReplaySummary:
             p = players[slot] = PlayerCounts(slot)
         return p
 
-    for _, kind, slot, name in _connections(header):
-        if kind == "connect":
-            p = player(slot)
-            if name not in p.names:
-                p.names.append(name)
-                if p.profile == "?" and name in labels:
-                    p.profile = str(labels[name].get("profile", "?"))
     by_type: Counter[str] = Counter()
     frames = events = 0
     first_s: float | None = None
@@ -197,6 +181,12 @@ def summarize(path: str | os.PathLike[str]) -> ReplaySummary:
                 player(event.player).fire += 1
             elif isinstance(event, Detection):
                 player(event.player).detections[f"{event.detector}:{event.kind}"] += 1
+            elif isinstance(event, SessionEvent) and event.kind == "connect":
+                p = player(event.player)
+                if event.name not in p.names:
+                    p.names.append(event.name)
+                    if p.profile == "?" and event.name in labels:
+                        p.profile = str(labels[event.name].get("profile", "?"))
     return ReplaySummary(
         path=os.fspath(path),
         header=header,
@@ -278,21 +268,6 @@ def _merge(base: Mapping[str, Any] | None, overrides: Mapping[str, Mapping[str, 
     return merged
 
 
-def _frames_with_bindings(
-    reader: ReplayReader, connections: Sequence[tuple[float, str, int, str]]
-) -> Iterator[tuple[list[tuple[str, int, str]], Any]]:
-    """Each frame with the connection changes that happened before it (time <= frame time)."""
-    pending = list(connections)
-    i = 0
-    for frame in reader.frames():
-        changes: list[tuple[str, int, str]] = []
-        while i < len(pending) and pending[i][0] <= frame.time_s:
-            _, kind, slot, name = pending[i]
-            changes.append((kind, slot, name))
-            i += 1
-        yield changes, frame
-
-
 def detect(
     path: str | os.PathLike[str], tolerances: Mapping[str, Mapping[str, Any]] | None = None
 ) -> DetectRun:
@@ -312,20 +287,14 @@ def detect(
     live: list[Detection] = []
     fed = 0
     feed = pipeline.feed
-    for changes, frame in _frames_with_bindings(reader, _connections(header)):
-        for kind, slot, name in changes:
-            # What ServerCore does on a handshake and on a drop, in that order.
-            if kind == "connect":
-                pipeline.reset_player(slot)
-                pipeline.bind(slot, name)
-                names[slot] = name
-            else:
-                pipeline.unbind(slot)
+    for frame in reader.frames():
         now[0] = frame.time_s
         for event in frame.events:
             if isinstance(event, Detection):
                 live.append(event)
                 continue
+            if isinstance(event, SessionEvent) and event.kind == "connect":
+                names[event.player] = event.name
             fed += 1
             result = feed(event)
             if result:

@@ -15,7 +15,6 @@ import secrets
 import signal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,7 +32,6 @@ from testbed.match import (
     Deadline,
     MatchBook,
     ServerClock,
-    complete_replay_header,
     plain,
     transport_stats,
 )
@@ -137,8 +135,6 @@ async def serve(
         await server.stop()
         report = core.report()
         core.close()
-        if replay_path is not None:
-            complete_replay_header(Path(replay_path), {"connections": book.connections, "final_tick": report["tick"]})
     report["udp"] = transport_stats(server)
     return report
 

@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from anticheat.events import ConnectionSample, Detection, FireEvidence, FireKind, KillEvent, ShotClaim, ShotResult, SpawnEvent
+from anticheat.events import ConnectionSample, Detection, FireEvidence, FireKind, KillEvent, SessionEvent, ShotClaim, ShotResult, SpawnEvent
 from lagcomp.shot import RewindDecision
 from server.recording import ReplayReader, ReplayWriter
 from testbed.cli import build_parser, main
-from testbed.match import complete_replay_header
 from testbed.replay_summary import detect, summarize
 from anticheat.suite import build_pipeline
 from world.weapons import WeaponId
@@ -114,12 +113,6 @@ def write_synthetic_replay(path: Path) -> list[Detection]:
     Slot 0 crouch-cancels its pistol (auto-C), leaves, and its slot is reused by a new player;
     slot 1 kills slot 0 once with a headshot.
     """
-    connections = [
-        [0.0, "connect", 0, "cheater"],
-        [0.0, "connect", 1, "honest-1"],
-        [3.0, "disconnect", 0, "cheater", "client"],
-        [3.0, "connect", 0, "late-joiner"],
-    ]
     now = [0.0]
     pipeline = build_pipeline(clock=lambda: now[0])
     writer = ReplayWriter(path, {"kind": "test", "map": "open", "seed": 1, "tick_rate_hz": 64,
@@ -131,6 +124,11 @@ def write_synthetic_replay(path: Path) -> list[Detection]:
     def at(t: float, event: object) -> None:
         frames.setdefault(round(t * 64), []).append(event)
 
+    # Slot changes travel in the stream, as ServerCore records them.
+    at(0.0, SessionEvent(0, 0, 0.0, "connect", "cheater"))
+    at(0.0, SessionEvent(1, 0, 0.0, "connect", "honest-1"))
+    at(3.0, SessionEvent(0, 192, 3.0, "disconnect", "cheater"))
+    at(3.0, SessionEvent(0, 192, 3.0, "connect", "late-joiner"))
     for slot in (0, 1):
         at(0.25, SpawnEvent(slot, 16, 0.25))
         at(0.25, ConnectionSample(slot, 0.25, 50.0, 2.0, 0.0, 0.0))
@@ -143,22 +141,13 @@ def write_synthetic_replay(path: Path) -> list[Detection]:
     for i in range(3):
         at(3.5 + 0.2 * i, shot(0, 3.5 + 0.2 * i))
     live: list[Detection] = []
-    pending = list(connections)
     for tick in sorted(frames):
         t = tick / 64
-        while pending and pending[0][0] <= t:
-            _, kind, slot, name = pending.pop(0)[:4]
-            if kind == "connect":
-                pipeline.reset_player(slot)
-                pipeline.bind(slot, name)
-            else:
-                pipeline.unbind(slot)
         now[0] = t
         found = [d for e in frames[tick] for d in pipeline.feed(e)]
         live.extend(found)
         writer.write_tick(tick, t, [*frames[tick], *found])
     writer.close()
-    complete_replay_header(path, {"connections": connections})
     return live
 
 
@@ -261,7 +250,8 @@ def test_virtual_match_json_and_replay(tmp_path: Path) -> None:
     assert doc["players"][2]["ping_ms"] == 180.0 and doc["players"][2]["loss"] == 0.03
     reader = ReplayReader(replay)
     assert [label["name"] for label in reader.header["labels"]] == ["near-1", "near-2", "far-1", "far-2"]
-    assert {row[3] for row in reader.header["connections"]} == {"near-1", "near-2", "far-1", "far-2"}
+    connected = {e.name for e in reader.events() if isinstance(e, SessionEvent) and e.kind == "connect"}
+    assert connected == {"near-1", "near-2", "far-1", "far-2"}
     assert detect(replay).matches_live
     code, out, _ = run_cli("match", str(scenario), "--virtual", "--duration", "1", "--seed", "3")
     assert code == 0 and "cli-test on corridors" in out and "near-1" in out
@@ -299,5 +289,6 @@ def test_serve_and_bots_over_loopback(tmp_path: Path) -> None:
     assert {p["name"] for p in report["players"]} <= {"honest-1", "honest-2"}
     assert report["counters"]["connects"] == 2
     assert all(s.slot is not None for s in stats)
-    header = ReplayReader(replay).header
-    assert header["kind"] == "referee-serve" and len(header["connections"]) >= 2
+    reader = ReplayReader(replay)
+    assert reader.header["kind"] == "referee-serve"
+    assert sum(isinstance(e, SessionEvent) and e.kind == "connect" for e in reader.events()) >= 2

@@ -17,6 +17,7 @@ from anticheat.events import (
     MovementEvidence,
     MovementKind,
     RewindDecision,
+    SessionEvent,
     ShotClaim,
     ShotResult,
     SpawnEvent,
@@ -47,6 +48,7 @@ def _events() -> list[object]:
         FireEvidence(1, 91, 1.42, 1, FireKind.TOO_SOON, 0.1, 0.6),
         ConnectionSample(1, 1.5, 120.0, 8.0, 0.01, 0.02),
         SpawnEvent(3, 100, 1.6),
+        SessionEvent(3, 99, 1.59, "connect", "carol"),
         Detection(1, 80, 1.25, "iw4m", "Strain", 1.39, 0.6, "Strain-1.39@136", {"hits": 136}),
     ]
 
