@@ -166,6 +166,20 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--detect", action="store_true", help="re-run the detector pipeline over the recorded events")
     replay.add_argument("--tolerances", metavar="FILE", help="TOML of detector tolerance overrides (with --detect)")
     replay.add_argument("--json", action="store_true", help="print the result as one JSON object on the last line")
+
+    train_ad = sub.add_parser(
+        "train-aimdetect",
+        help="train AimDetect's classifier on labelled bot matches",
+        description="Play labelled virtual matches (honest bots and aim cheats), extract AimDetect's per-kill "
+        "features, train the SVM and save it with its held-out TPR/FPR (the sequential test's theta1/theta0).",
+    )
+    train_ad.add_argument("--matches", type=int, default=6, help="virtual matches to play (default 6)")
+    train_ad.add_argument("--duration", type=float, default=120.0, help="simulated seconds per match (default 120)")
+    train_ad.add_argument("--map", default="corridors", help="built-in map (default corridors)")
+    train_ad.add_argument("--honest", type=int, default=8, help="honest bots per match (default 8)")
+    train_ad.add_argument("--per-cheat", type=int, default=1, help="bots of each aim cheat per match (default 1)")
+    train_ad.add_argument("--seed", type=int, default=2016, help="root seed (default 2016)")
+    train_ad.add_argument("--out", default=None, help="model path (default: the shipped anticheat/models/aimdetect.npz)")
     return parser
 
 
@@ -339,6 +353,25 @@ def _cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
+def _cmd_train_aimdetect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from pathlib import Path
+
+    from testbed.train_aimdetect import DEFAULT_MODEL_PATH, collect, summary, train_and_save
+
+    if args.matches < 1 or args.duration <= 0:
+        raise CliError("--matches must be >= 1 and --duration > 0")
+    data = collect(args.matches, args.seed, args.duration, args.map, args.honest, args.per_cheat,
+                   progress=lambda line: err.write(line + "\n"))
+    if len(set(data.labels.tolist())) < 2:
+        raise CliError(f"need kills by both honest bots and aim cheats, got {len(data.labels)} kills")
+    path = Path(args.out) if args.out else DEFAULT_MODEL_PATH
+    model = train_and_save(data, args.seed, path)
+    for line in summary(model, data):
+        out.write(line + "\n")
+    out.write(f"saved {path} and {path.with_suffix('.json')}\n")
+    return EXIT_OK
+
+
 def _cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from testbed.standalone import ServeStatus, serve
 
@@ -430,7 +463,13 @@ def _cmd_bots(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
-_COMMANDS = {"match": _cmd_match, "replay": _cmd_replay, "serve": _cmd_serve, "bots": _cmd_bots}
+_COMMANDS = {
+    "match": _cmd_match,
+    "replay": _cmd_replay,
+    "serve": _cmd_serve,
+    "bots": _cmd_bots,
+    "train-aimdetect": _cmd_train_aimdetect,
+}
 
 
 def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
