@@ -11,8 +11,37 @@ machine holding the mouse, and reports a fourth:
 - micro-corrections: the small steps right after a shot (mean and sd are reported, not scored).
 
 The score is suspicious above 0.7. Our definitions (the article leaves them open) are in
-``AimStatsConfig`` and ``_SampleFlags``. All per-sample work is O(1): each sample's contribution is
-stored in a fixed-size ring and running totals are updated as samples enter and leave.
+``AimStatsConfig`` and ``AimStatsDetector._flush``.
+
+Batched evaluation. Aim samples are most of the event stream (one per applied command per player),
+so ``on_aim`` only checks the skip conditions (the decision is cached until the player's latest
+ConnectionSample changes) and packs the sample's few numeric fields into the player's pending
+buffer. Every ``batch_samples`` (K) pending samples, when ``result`` is asked, and on ``flush``,
+the pending samples are analysed at once with numpy: per-sample flags (visible, snap, jitter, tracking, on
+target, micro-correction) exactly as a sample-by-sample analysis defines them, carried across
+batch boundaries (previous command, velocity, step, last shot, continuity breaks), then the window
+totals *at every sample of the batch* (running totals plus a cumulative sum of entries minus
+evictions), then the score at every sample. A Detection is therefore the one the sample-by-sample
+analysis would have emitted: same sample (its tick and time), same window figures (up to float
+rounding: numpy's trigonometry may differ from ``math``'s in the last bit, and jitter values are
+stored to 2**-30 deg/frame), same cooldown; ``tests/test_aimstats.py`` checks this against a plain
+sample-by-sample reference.
+Only its delivery is late: it is returned by the ``on_aim`` call that completes the batch, at most
+K - 1 commands later (K = 256: 4 s at 64 Hz, 2 s at 128 Hz; the window is 10 s and the cooldown
+30 s). A detection found while ``result`` was
+evaluating is returned by the player's next ``on_aim`` (or ``flush``).
+
+Determinism. What is detected does not depend on where batches end (so not on K, nor on whether
+``result`` was asked in between): every flag depends only on the sample, its predecessor and the
+carried state, the counts are integers, and each jitter value is rounded to a multiple of 2**-30
+deg/frame (far below any figure of interest), so the window's jitter sum is exact in float64 in
+any order (while it stays below 2**23 deg/frame). A replay fed the same events in the same order
+gives the same detections as the live run, and so does any other K.
+
+End of stream. Samples still pending when the stream ends or the player is reset are never
+analysed unless someone calls ``flush`` (or ``result``) first; a caller that needs the tail (a
+replay analysis report) calls ``flush()`` at the end. State stays bounded: at most K pending
+samples, and a window history of ``window_samples + 2 K`` rows per player.
 
 Normalisation. An AimSample is one client command. Angular steps are converted to "degrees per
 60 fps frame" by ``step * frame_s / dt`` where dt is the server-time gap between the two commands,
@@ -26,15 +55,20 @@ from __future__ import annotations
 
 import logging
 import math
+import struct
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from anticheat.detector import NO_DETECTIONS, Detector
 from anticheat.events import AimSample, Buttons, Detection, SpawnEvent
-from anticheat.skip import SkipBook
+from anticheat.skip import SkipBook, SkipReason
 
 log = logging.getLogger(__name__)
+
+_MAX_BATCH = 4096
 
 __all__ = ["AimStatsConfig", "AimStatsDetector", "AimStatsResult", "angular_step_deg", "score"]
 
@@ -76,6 +110,10 @@ class AimStatsConfig:
         suspicious_score: 0.7 (article); a Detection is emitted above it.
         cooldown_s: at most one Detection per player per this many seconds.
         severity: severity of the Detection (a statistical hint, never proof on its own).
+        batch_samples: K (1..4096), how many pending samples of a player are analysed together
+            (see the module doc): larger is cheaper per sample and delivers detections later (at
+            most K - 1 commands); 1 analyses every sample on arrival. What is detected (sample,
+            figures) does not depend on it.
     """
 
     window_samples: int = 640
@@ -105,10 +143,15 @@ class AimStatsConfig:
     suspicious_score: float = 0.7
     cooldown_s: float = 30.0
     severity: float = 0.5
+    batch_samples: int = 256
 
     def __post_init__(self) -> None:
         if self.window_samples < self.min_samples or self.min_samples < 1:
             raise ValueError("window_samples must be >= min_samples >= 1")
+        if not 1 <= self.batch_samples <= _MAX_BATCH:
+            raise ValueError(f"batch_samples must be in 1..{_MAX_BATCH}")
+        if self.micro_ring < 1:
+            raise ValueError("micro_ring must be >= 1")
         if self.min_dt_s <= 0.0 or self.frame_s <= 0.0:
             raise ValueError("frame_s and min_dt_s must be positive")
 
@@ -155,10 +198,6 @@ def angular_step_deg(yaw0: float, pitch0: float, yaw1: float, pitch1: float) -> 
     return math.degrees(2.0 * math.asin(math.sqrt(min(1.0, max(0.0, h)))))
 
 
-def _wrap180(deg: float) -> float:
-    return (deg + 180.0) % 360.0 - 180.0
-
-
 def score(snap_rate: float, jitter_deg: float, tracking_efficiency: float,
           config: AimStatsConfig) -> tuple[float, float, float]:
     """The article's three contributions (snap, jitter, tracking); nan inputs contribute 0."""
@@ -175,81 +214,121 @@ def score(snap_rate: float, jitter_deg: float, tracking_efficiency: float,
     return snap, jitter, tracking
 
 
+# A pending sample's fields, packed as doubles on arrival (while the sample is still in the CPU
+# cache): time_s, yaw, pitch, target angle, target (nan: none), target distance, buttons, tick.
+_RAW = struct.Struct("8d")
+_T, _YAW, _PITCH, _TANGLE, _TARGET, _DIST, _BUTTONS, _TICK = range(8)
+_NRAW = 8
+# Rows of a player's per-sample flag history; every value is an integer in a float64, so sums are
+# exact in any order (jitter is stored in units of _JITTER_QUANTUM).
+_VISIBLE, _SNAP, _JITTER, _JITTER_N, _TRACK, _ON_TRACK = range(6)
+_FLAGS = 6
+_JITTER_QUANTUM = 2.0**-30
+_NEVER = -(1 << 62)  # sample index "before any sample" (last shot, last break)
+_FIRE = int(Buttons.FIRE)
+_NAN = math.nan
+_NO_ROWS = np.zeros(0, dtype=np.int64)
+_UNSET = object()
+
+
+def _room(buf: np.ndarray, end: int, keep: int, m: int) -> int:
+    """Make room for ``m`` more entries after ``buf[..., :end]`` (last axis), moving its last
+    ``keep`` entries to the front when needed; returns the new end. The buffers have ``2 K`` spare
+    entries beyond ``keep`` and a batch adds at most K, so a move happens at most every other batch."""
+    if end + m <= buf.shape[-1]:
+        return end
+    keep = min(end, keep)
+    buf[..., :keep] = buf[..., end - keep : end]
+    return keep
+
+
 class _PlayerWindow:
-    """Fixed-size rings of per-sample flags plus running totals (bounded state of one player)."""
+    """One player's pending samples, window history and the state carried across batches (bounded).
 
-    __slots__ = ("n", "head", "count", "visible", "snap", "jitter", "track", "on_track",
-                 "sum_visible", "sum_snap", "sum_jitter", "n_jitter", "sum_track", "sum_on_track",
-                 "micro", "micro_head", "micro_count", "prev", "prev_vel", "prev_step", "since_fire",
-                 "last_emit_s")
+    ``raw`` row i + 1 holds the i-th pending sample (``_RAW`` fields), row 0 the last analysed
+    sample when ``carry``. ``hist[:, end - n : end]`` are the flags of the window's samples (fewer
+    until n samples were analysed) and ``tot`` their totals.
+    """
 
-    def __init__(self, n: int, micro_ring: int) -> None:
+    __slots__ = (
+        "breaks",
+        "carry",
+        "due",
+        "end",
+        "hist",
+        "last_break",
+        "last_emit_s",
+        "last_fire",
+        "m",
+        "micro",
+        "micro_end",
+        "n",
+        "outbox",
+        "player",
+        "raw",
+        "raw_bytes",
+        "skip_book",
+        "skip_config",
+        "skip_conn",
+        "skip_reason",
+        "slow",
+        "step",
+        "tot",
+        "total",
+        "vx",
+        "vy",
+    )
+
+    def __init__(self, player: int, n: int, micro_ring: int, batch: int) -> None:
+        self.player = player
         self.n = n
-        self.head = 0
-        self.count = 0
-        self.visible = [False] * n
-        self.snap = [False] * n
-        self.jitter = [math.nan] * n
-        self.track = [False] * n
-        self.on_track = [False] * n
-        self.sum_visible = 0
-        self.sum_snap = 0
-        self.sum_jitter = 0.0
-        self.n_jitter = 0
-        self.sum_track = 0
-        self.sum_on_track = 0
-        self.micro = [0.0] * micro_ring
-        self.micro_head = 0
-        self.micro_count = 0
-        self.prev: AimSample | None = None
-        self.prev_vel: tuple[float, float] | None = None
-        self.prev_step = 0.0
-        self.since_fire = 1 << 30
+        self.m = 0  # pending samples
+        self.due = batch  # analyse when m reaches this (1 when a detection waits in the outbox)
+        self.raw_bytes = bytearray((batch + 1) * _RAW.size)
+        self.raw = np.frombuffer(self.raw_bytes).reshape(batch + 1, _NRAW)
+        # Pending-sample positions before which continuity broke (skip, respawn).
+        self.breaks: list[int] = []
+        self.carry = False  # row 0 of raw is the previous command (False before any, after a break)
+        self.total = 0  # samples analysed so far (the index of the next one)
+        spare = 2 * batch  # room for a few batches between compactions
+        self.hist = np.zeros((_FLAGS, n + spare))
+        self.end = 0
+        self.tot = np.zeros(_FLAGS)
+        self.micro = np.zeros(micro_ring + spare)
+        self.micro_end = 0
+        # The last analysed sample's motion: a flick-free measured step (its velocity is the
+        # reference of the next jitter), velocity (deg/frame) and step (deg).
+        self.slow = False
+        self.vx = 0.0
+        self.vy = 0.0
+        self.step = 0.0
+        self.last_fire = _NEVER  # index of the last analysed sample that fired
+        self.last_break = _NEVER  # index of the first sample after the last continuity break
         self.last_emit_s = -math.inf
-
-    def push(self, visible: bool, snap: bool, jitter: float, track: bool, on_track: bool) -> None:
-        i = self.head
-        if self.count == self.n:
-            self.sum_visible -= self.visible[i]
-            self.sum_snap -= self.snap[i]
-            self.sum_track -= self.track[i]
-            self.sum_on_track -= self.on_track[i]
-            old = self.jitter[i]
-            if not math.isnan(old):
-                self.sum_jitter -= old
-                self.n_jitter -= 1
-        else:
-            self.count += 1
-        self.visible[i] = visible
-        self.snap[i] = snap
-        self.jitter[i] = jitter
-        self.track[i] = track
-        self.on_track[i] = on_track
-        self.sum_visible += visible
-        self.sum_snap += snap
-        self.sum_track += track
-        self.sum_on_track += on_track
-        if not math.isnan(jitter):
-            self.sum_jitter += jitter
-            self.n_jitter += 1
-        self.head = (i + 1) % self.n
-        if self.head == 0:
-            # Re-add the float total from the ring once per lap so rounding never accumulates.
-            self.sum_jitter = math.fsum(j for j in self.jitter if not math.isnan(j))
-
-    def push_micro(self, value: float) -> None:
-        self.micro[self.micro_head] = value
-        self.micro_head = (self.micro_head + 1) % len(self.micro)
-        self.micro_count = min(self.micro_count + 1, len(self.micro))
+        self.outbox: list[Detection] = []
+        # The last skip decision and what it was made from (see ``AimStatsDetector.on_aim``).
+        self.skip_conn: object = _UNSET
+        self.skip_book: object = _UNSET
+        self.skip_config: object = _UNSET
+        self.skip_reason: SkipReason | None = None
 
     def break_continuity(self) -> None:
-        self.prev = None
-        self.prev_vel = None
-        self.since_fire = 1 << 30
+        if self.m:
+            self.breaks.append(self.m)
+        else:
+            self.carry = False
+            self.last_break = self.total
+
+    def count(self) -> int:
+        return min(self.total, self.n)
 
 
 class AimStatsDetector(Detector):
-    """Inline statistical aim analysis; emits ``aimstats``/``aim_stats`` Detections."""
+    """Inline statistical aim analysis; emits ``aimstats``/``aim_stats`` Detections.
+
+    Extra API: :meth:`result` (the current analysis of a player), :meth:`flush` (analyse what is
+    pending and return the detections not delivered yet), :meth:`skip_counts`.
+    """
 
     name = "aimstats"
 
@@ -257,6 +336,11 @@ class AimStatsDetector(Detector):
         self.config = config or AimStatsConfig()
         self._players: dict[int, _PlayerWindow] = {}
         self.skipped: Counter[str] = Counter()
+        cfg = self.config
+        self._batch = cfg.batch_samples
+        # The jitter and tracking parts are at most their (positive) weights: when those alone
+        # cannot exceed the threshold, a window without the snap part is never suspicious.
+        self._needs_snap = max(cfg.jitter_weight, 0.0) + max(cfg.tracking_weight, 0.0) <= cfg.suspicious_score
 
     def skip_counts(self) -> Mapping[str, int]:
         """Samples not analysed, per skip reason."""
@@ -265,28 +349,38 @@ class AimStatsDetector(Detector):
     def _window(self, player: int) -> _PlayerWindow:
         w = self._players.get(player)
         if w is None:
-            w = _PlayerWindow(self.config.window_samples, self.config.micro_ring)
+            cfg = self.config
+            w = _PlayerWindow(player, cfg.window_samples, cfg.micro_ring, cfg.batch_samples)
             self._players[player] = w
         return w
 
     def on_aim(self, sample: AimSample, skip: SkipBook) -> Sequence[Detection]:
-        reason = skip.player_reason(sample.player)
-        w = self._window(sample.player)
+        player = sample.player
+        w = self._players.get(player)
+        if w is None:
+            w = self._window(player)
+        # The skip decision is a function of the book's (frozen) config and the player's latest
+        # ConnectionSample (frozen): it is made again only when either changed.
+        conn = skip.connection(player)
+        if conn is w.skip_conn and skip is w.skip_book and skip.config is w.skip_config:
+            reason = w.skip_reason
+        else:
+            reason = skip.player_reason(player)
+            w.skip_conn, w.skip_book, w.skip_config, w.skip_reason = conn, skip, skip.config, reason
         if reason is not None:
             self.skipped[reason.value] += 1
             # A lagging player's commands arrive in bursts: do not measure steps across it.
             w.break_continuity()
             return NO_DETECTIONS
-        self._ingest(w, sample)
-        if w.count < self.config.min_samples:
+        m = w.m + 1
+        target = sample.target
+        _RAW.pack_into(w.raw_bytes, m * _RAW.size, sample.time_s, sample.yaw_deg, sample.pitch_deg,
+                       sample.target_angle_deg, _NAN if target is None else target, sample.target_distance_m,
+                       sample.buttons, sample.tick)
+        w.m = m
+        if m < w.due:
             return NO_DETECTIONS
-        if sample.time_s - w.last_emit_s < self.config.cooldown_s:
-            return NO_DETECTIONS
-        # The full result (micro-correction statistics included) is only built when it is needed.
-        if sum(score(*self._rates(w), self.config)) <= self.config.suspicious_score:
-            return NO_DETECTIONS
-        w.last_emit_s = sample.time_s
-        return (self._detection(sample, self._result(w)),)
+        return self._deliver(w)
 
     def on_spawn(self, spawn: SpawnEvent, skip: SkipBook) -> Sequence[Detection]:
         w = self._players.get(spawn.player)
@@ -299,86 +393,306 @@ class AimStatsDetector(Detector):
         self._players.pop(player, None)
 
     def result(self, player: int) -> AimStatsResult:
-        """The current analysis of ``player`` (insufficient when unknown)."""
+        """The current analysis of ``player`` (insufficient when unknown); analyses what is pending.
+
+        A detection this evaluation finds is returned by the player's next ``on_aim`` (or ``flush``).
+        """
         w = self._players.get(player)
         if w is None:
-            w = _PlayerWindow(1, 1)
-        return self._result(w)
+            return self._result(np.zeros(_FLAGS), 0, [])
+        if w.m or w.breaks:
+            w.outbox.extend(self._flush(w))
+            if w.outbox:
+                w.due = 1  # deliver with the next sample
+        return self._result(w.tot, w.count(), self._micro_values(w, w.micro_end))
 
-    def _ingest(self, w: _PlayerWindow, s: AimSample) -> None:
+    def flush(self, player: int | None = None) -> list[Detection]:
+        """Analyse the pending samples of ``player`` (None: every player) and return the detections
+        not delivered yet, e.g. at the end of a replay."""
+        players = list(self._players) if player is None else [player]
+        out: list[Detection] = []
+        for p in players:
+            w = self._players.get(p)
+            if w is not None:
+                out.extend(self._deliver(w))
+        return out
+
+    def _deliver(self, w: _PlayerWindow) -> Sequence[Detection]:
+        found = self._flush(w)
+        if w.outbox:
+            found = w.outbox + found
+            w.outbox = []
+            w.due = self._batch
+        return tuple(found) if found else NO_DETECTIONS
+
+    # --- the batch -----------------------------------------------------------------------
+
+    def _flush(self, w: _PlayerWindow) -> list[Detection]:
+        """Analyse the pending samples (see ``_analyse``); malformed angles (inf) raise no warning
+        but, as in a sample-by-sample analysis, measure nothing."""
+        with np.errstate(all="ignore"):
+            return self._analyse(w)
+
+    def _analyse(self, w: _PlayerWindow) -> list[Detection]:
+        """Analyse the pending samples: flags, window totals, score at every sample, detections.
+
+        The flags follow the sample-by-sample definitions (carried state at index 0 of the ``*_x``
+        arrays). A numpy call costs about a microsecond whatever its size, so the code below keeps
+        their number low and skips what cannot matter (snaps, tracking cones, micro-corrections,
+        per-sample scores) when nothing in the batch needs it.
+        """
+        m = w.m
+        breaks = w.breaks
+        if m == 0:
+            if breaks:
+                breaks.clear()
+                w.break_continuity()
+            return []
         cfg = self.config
-        prev = w.prev
-        visible = s.target is not None
-        snap = False
-        jitter = math.nan
-        track = False
-        on_track = False
-        fired = bool(s.buttons & Buttons.FIRE)
-        if prev is not None and 0.0 <= s.time_s - prev.time_s <= cfg.max_gap_s:
-            dt = max(s.time_s - prev.time_s, cfg.min_dt_s)
-            to_frame = cfg.frame_s / dt
-            step = angular_step_deg(prev.yaw_deg, prev.pitch_deg, s.yaw_deg, s.pitch_deg)
-            speed = step * to_frame
-            cos_p = math.cos(math.radians(0.5 * (prev.pitch_deg + s.pitch_deg)))
-            vel = (_wrap180(s.yaw_deg - prev.yaw_deg) * cos_p * to_frame, (s.pitch_deg - prev.pitch_deg) * to_frame)
-            if visible and speed >= cfg.snap_deg_per_frame and s.target_angle_deg <= cfg.snap_on_target_deg:
-                snap = True
-            if speed < cfg.flick_deg_per_frame:
-                pv = w.prev_vel
-                if pv is not None and max(step, w.prev_step) > cfg.still_deg:
-                    # Jitter is the unsteady part of the motion: the change of angular velocity
-                    # between two frames. The velocity itself follows the target and says nothing
-                    # about whose hand it is.
-                    jitter = math.hypot(vel[0] - pv[0], vel[1] - pv[1])
-                engaged = (visible and prev.target == s.target
-                           and prev.target_angle_deg <= cfg.engage_cone_deg)
-                if engaged and speed >= cfg.track_min_deg_per_frame:
-                    track = True
-                    cone = max(cfg.min_cone_deg,
-                               math.degrees(math.atan2(cfg.target_radius_m, max(s.target_distance_m, 1e-3))))
-                    on_track = s.target_angle_deg <= cone
-            if w.since_fire < cfg.micro_after_shot_samples and cfg.still_deg < speed < cfg.micro_max_deg_per_frame:
-                w.push_micro(speed)
-            w.prev_vel = vel if speed < cfg.flick_deg_per_frame else None
-            w.prev_step = step
+        n = w.n
+        first = w.total
+        carry = w.carry
+        if not carry:
+            w.raw[0] = w.raw[1]  # a stand-in: the first sample has no predecessor
+        raw = w.raw[: m + 1].T
+        now = raw[:, 1:]  # the batch's fields
+        diff = now - raw[:, :-1]  # change of every field since the previous command
+        gap, dyaw, dpitch = diff[_T], diff[_YAW], diff[_PITCH]
+        pitch = raw[_PITCH]
+        ta = now[_TANGLE]
+        target = now[_TARGET]
+
+        # Continuity with the previous command.
+        has_prev = gap >= 0.0
+        has_prev &= gap <= cfg.max_gap_s
+        if not carry:
+            has_prev[0] = False
+        cut = [b for b in breaks if b < m]
+        if cut:
+            has_prev[cut] = False
+        # Angular step (haversine, as ``angular_step_deg``) and speed in deg per 60 fps frame.
+        # Arrays named ``*_x`` hold the previous command's carried value at index 0.
+        to_frame = np.maximum(gap, cfg.min_dt_s)
+        np.divide(cfg.frame_s, to_frame, out=to_frame)
+        rp = np.radians(pitch)
+        cos_rp = np.cos(rp)
+        h = np.sin((rp[1:] - rp[:-1]) / 2.0)
+        h *= h
+        sy = np.sin(np.radians(dyaw) / 2.0)
+        sy *= sy
+        cc = cos_rp[:-1] * cos_rp[1:]
+        cc *= sy
+        h += cc
+        np.minimum(h, 1.0, out=h)
+        np.maximum(h, 0.0, out=h)
+        np.sqrt(h, out=h)
+        step_x = np.empty(m + 1)
+        step_x[0] = w.step
+        step = step_x[1:]
+        np.arcsin(h, out=step)
+        step *= 2.0
+        np.degrees(step, out=step)
+        speed = step * to_frame
+        # Angular velocity (deg/frame): yaw wrapped to [-180, 180) and scaled by the cosine of the
+        # mean pitch.
+        cos_p = pitch[:-1] + pitch[1:]
+        cos_p *= 0.5
+        np.radians(cos_p, out=cos_p)
+        np.cos(cos_p, out=cos_p)
+        vx_x = np.empty(m + 1)
+        vx_x[0] = w.vx
+        vx = vx_x[1:]
+        np.add(dyaw, 180.0, out=vx)
+        if not 0.0 <= vx.min() <= vx.max() < 360.0:  # (the modulo is slow; usually a no-op)
+            vx %= 360.0
+        vx -= 180.0
+        vx *= cos_p
+        vx *= to_frame
+        vy_x = np.empty(m + 1)
+        vy_x[0] = w.vy
+        vy = vy_x[1:]
+        np.multiply(dpitch, to_frame, out=vy)
+
+        # Per-sample flags, one row each, written straight into the history.
+        end = _room(w.hist, w.end, n, m)
+        flags = w.hist[:, end : end + m]
+        visible = target == target  # not nan
+        flags[_VISIBLE] = visible
+        snap = speed >= cfg.snap_deg_per_frame
+        snapped = bool(snap.any())  # (rare: skip the rest when no turn is that fast)
+        if snapped:
+            snap &= ta <= cfg.snap_on_target_deg
+            snap &= visible
+            snap &= has_prev
+            snapped = bool(snap.any())
+        flags[_SNAP] = snap
+        # Jitter: change of angular velocity between two flick-free measured steps, unless both
+        # steps are below ``still_deg`` (mouse untouched).
+        slow_x = np.empty(m + 1, dtype=bool)
+        slow_x[0] = w.slow and carry
+        slow = slow_x[1:]
+        np.less(speed, cfg.flick_deg_per_frame, out=slow)
+        slow &= has_prev
+        jittered = slow & slow_x[:-1]
+        jittered &= np.maximum(step, step_x[:-1]) > cfg.still_deg
+        flags[_JITTER_N] = jittered
+        jitter = np.hypot(vx - vx_x[:-1], vy - vy_x[:-1])
+        jitter /= _JITTER_QUANTUM
+        np.rint(jitter, out=jitter)
+        flags[_JITTER] = np.where(jittered, jitter, 0.0)
+        # Tracking: a flick-free turn while engaged with the same target; on target inside the
+        # cone the chest spans at the target's distance.
+        track = diff[_TARGET] == 0.0  # the same target (never nan: none)
+        track &= raw[_TANGLE, :-1] <= cfg.engage_cone_deg
+        track &= slow
+        track &= speed >= cfg.track_min_deg_per_frame
+        flags[_TRACK] = track
+        on_track = flags[_ON_TRACK]
+        on_track[:] = 0.0
+        track_rows = np.flatnonzero(track)
+        if track_rows.size:
+            dist = now[_DIST][track_rows]
+            cone = np.degrees(np.arctan2(cfg.target_radius_m, np.maximum(dist, 1e-3)))
+            on_track[track_rows] = ta[track_rows] <= np.maximum(cfg.min_cone_deg, cone)
+        # Micro-corrections: measured steps within ``micro_after_shot_samples`` commands after a
+        # command that fired, with no continuity break since that command.
+        fire_rows = np.flatnonzero(now[_BUTTONS].astype(np.int64) & _FIRE)
+        after = cfg.micro_after_shot_samples
+        fired_before = w.last_fire
+        if fire_rows.size:
+            w.last_fire = first + int(fire_rows[-1])
+        if fire_rows.size or fired_before >= first - after:
+            idx = np.arange(first, first + m)
+            mark = np.full(m + 1, _NEVER, dtype=np.int64)
+            mark[0] = fired_before
+            mark[fire_rows + 1] = idx[fire_rows]
+            last_fire = np.maximum.accumulate(mark)[:-1]  # the last shot strictly before each row
+            micro = idx - last_fire <= after
+            if cut or w.last_break > fired_before:
+                brk = np.full(m, w.last_break, dtype=np.int64)
+                brk[cut] = idx[cut]
+                micro &= last_fire >= np.maximum.accumulate(brk)
+            micro &= has_prev
+            micro &= speed > cfg.still_deg
+            micro &= speed < cfg.micro_max_deg_per_frame
+            micro_rows = np.flatnonzero(micro)
         else:
-            w.prev_vel = None
-        w.since_fire = 0 if fired else w.since_fire + 1
-        w.prev = s
-        w.push(visible, snap, jitter, track, on_track)
+            micro_rows = _NO_ROWS
+        k = micro_rows.size
+        micro_end0 = w.micro_end
+        if k:
+            micro_end0 = _room(w.micro, w.micro_end, cfg.micro_ring, k)
+            w.micro[micro_end0 : micro_end0 + k] = speed[micro_rows]
+            w.micro_end = micro_end0 + k
 
-    def _rates(self, w: _PlayerWindow) -> tuple[float, float, float]:
-        """(snap rate, jitter or nan, tracking efficiency or nan) from the running totals."""
-        cfg = self.config
-        snap_rate = w.sum_snap / w.sum_visible if w.sum_visible else 0.0
-        jitter = w.sum_jitter / w.n_jitter if w.n_jitter >= cfg.min_jitter_samples else math.nan
-        eff = w.sum_on_track / w.sum_track if w.sum_track >= cfg.min_tracking_samples else math.nan
-        return snap_rate, jitter, eff
+        # Window totals: the previous ones plus the entering rows minus the leaving ones (the rows
+        # n before them, some of which may be in this batch when m > n).
+        lo = end - n
+        leaving = w.hist[:, max(lo, 0) : lo + m] if lo + m > 0 else None
+        tot0 = w.tot
+        snaps_possible = snapped or tot0[_SNAP] > 0.0
 
-    def _result(self, w: _PlayerWindow) -> AimStatsResult:
+        # Carry to the next batch.
+        w.end = end + m
+        w.total = first + m
+        w.m = 0
+        w.carry = True
+        w.slow = bool(slow[-1])
+        w.vx = float(vx[-1])
+        w.vy = float(vy[-1])
+        w.step = float(step[-1])
+        if cut:
+            w.last_break = first + cut[-1]
+        if len(cut) < len(breaks):  # a break after the last pending sample
+            w.carry = False
+            w.last_break = w.total
+        breaks.clear()
+        tick = now[_TICK]
+        times = now[_T]
+        w.raw[0] = w.raw[m]  # (only rows 1..m of the arrays above are used from here on)
+
+        # Score at every sample that has a full minimum window and is outside the cooldown.
+        start = max(0, cfg.min_samples - first - 1)
+        if (start >= m or float(times[start:].max()) - w.last_emit_s < cfg.cooldown_s
+                or (self._needs_snap and not snaps_possible)):
+            # No sample of the batch can be suspicious: only the batch-end totals are needed.
+            delta = flags.sum(axis=1)
+            if leaving is not None:
+                delta -= leaving.sum(axis=1)
+            w.tot = tot0 + delta
+            return []
+        delta = flags.copy()
+        if leaving is not None:
+            delta[:, m - leaving.shape[1] :] -= leaving
+        totals = np.cumsum(delta, axis=1)
+        totals += tot0[:, None]
+        w.tot = totals[:, -1].copy()
+        candidates = self._candidates(totals[:, start:])
+        found: list[Detection] = []
+        for j in (candidates + start).tolist():
+            time_s = float(times[j])
+            if time_s - w.last_emit_s < cfg.cooldown_s:
+                continue
+            # Confirm with the scalar definition (the vectorised score only picks candidates).
+            count = min(first + j + 1, n)
+            k_j = int(np.searchsorted(micro_rows, j, side="right"))
+            r = self._result(totals[:, j], count, self._micro_values(w, micro_end0 + k_j))
+            if r.score <= cfg.suspicious_score:
+                continue
+            w.last_emit_s = time_s
+            found.append(self._detection(w.player, int(tick[j]), time_s, r))
+        return found
+
+    def _candidates(self, tot: np.ndarray) -> np.ndarray:
+        """Columns of window totals whose score may exceed ``suspicious_score`` (a superset)."""
         cfg = self.config
-        snap_rate, jitter, eff = self._rates(w)
-        if w.micro_count:
-            vals = w.micro[: w.micro_count] if w.micro_count < len(w.micro) else w.micro
-            m = math.fsum(vals) / len(vals)
-            sd = math.sqrt(math.fsum((v - m) ** 2 for v in vals) / len(vals))
+        snap_rate = tot[_SNAP] / np.maximum(tot[_VISIBLE], 1.0)
+        snapping = snap_rate > cfg.snap_rate_threshold
+        if self._needs_snap and not snapping.any():
+            return _NO_ROWS
+        snap = np.where(snapping, cfg.snap_weight * np.minimum(snap_rate / cfg.snap_rate_threshold, 1.0), 0.0)
+        n_jitter = tot[_JITTER_N]
+        jitter_deg = tot[_JITTER] * _JITTER_QUANTUM / np.maximum(n_jitter, 1.0)
+        jitter_ok = (n_jitter >= cfg.min_jitter_samples) & (n_jitter > 0) & (jitter_deg < cfg.human_jitter_deg)
+        jitter = np.where(jitter_ok, cfg.jitter_weight * (1.0 - np.maximum(jitter_deg, 0.0) / cfg.human_jitter_deg), 0.0)
+        n_track = tot[_TRACK]
+        eff = tot[_ON_TRACK] / np.maximum(n_track, 1.0)
+        track_ok = (n_track >= cfg.min_tracking_samples) & (n_track > 0) & (eff > cfg.tracking_threshold)
+        span = 1.0 - cfg.tracking_threshold
+        tracking = np.where(track_ok, cfg.tracking_weight * np.minimum((eff - cfg.tracking_threshold) / span, 1.0), 0.0)
+        return np.flatnonzero(snap + jitter + tracking > cfg.suspicious_score - 1e-9)
+
+    def _micro_values(self, w: _PlayerWindow, end: int) -> list[float]:
+        """The micro-correction ring as it was when ``end`` values had been stored."""
+        return w.micro[max(0, end - self.config.micro_ring) : end].tolist()
+
+    def _result(self, tot: np.ndarray, count: int, micro: list[float]) -> AimStatsResult:
+        cfg = self.config
+        visible, snaps, jitter_q, n_jitter, n_track, on_track = (int(v) for v in tot.tolist())
+        snap_rate = snaps / visible if visible else 0.0
+        jitter = (jitter_q * _JITTER_QUANTUM / n_jitter
+                  if n_jitter >= cfg.min_jitter_samples and n_jitter else math.nan)
+        eff = on_track / n_track if n_track >= cfg.min_tracking_samples and n_track else math.nan
+        if micro:
+            mean = math.fsum(micro) / len(micro)
+            sd = math.sqrt(math.fsum((v - mean) ** 2 for v in micro) / len(micro))
         else:
-            m = sd = math.nan
-        insufficient = w.count < cfg.min_samples
+            mean = sd = math.nan
+        insufficient = count < cfg.min_samples
         parts = (0.0, 0.0, 0.0) if insufficient else score(snap_rate, jitter, eff, cfg)
         total = sum(parts)
         return AimStatsResult(
-            samples=w.count, insufficient=insufficient, score=total,
+            samples=count, insufficient=insufficient, score=total,
             suspicious=not insufficient and total > cfg.suspicious_score,
-            snap_rate=snap_rate, snaps=w.sum_snap, visible=w.sum_visible,
-            jitter_deg=jitter, jitter_samples=w.n_jitter,
-            tracking_efficiency=eff, tracking_samples=w.sum_track,
-            micro_mean_deg=m, micro_sd_deg=sd,
+            snap_rate=snap_rate, snaps=snaps, visible=visible,
+            jitter_deg=jitter, jitter_samples=n_jitter,
+            tracking_efficiency=eff, tracking_samples=n_track,
+            micro_mean_deg=mean, micro_sd_deg=sd,
             snap_part=parts[0], jitter_part=parts[1], tracking_part=parts[2],
         )
 
-    def _detection(self, s: AimSample, r: AimStatsResult) -> Detection:
-        log.info("aimstats: player %d score %.2f", s.player, r.score)
+    def _detection(self, player: int, tick: int, time_s: float, r: AimStatsResult) -> Detection:
+        log.info("aimstats: player %d score %.2f", player, r.score)
         figures: dict[str, float | int] = {
             "samples": r.samples, "snap_rate": r.snap_rate, "snaps": r.snaps, "visible": r.visible,
             "jitter_deg": r.jitter_deg, "jitter_samples": r.jitter_samples,
@@ -389,7 +703,7 @@ class AimStatsDetector(Detector):
         # nan marks "not measured"; leaving it out keeps the evidence valid JSON.
         evidence: dict[str, float | int | str] = {k: v for k, v in figures.items() if not math.isnan(v)}
         return Detection(
-            player=s.player, tick=s.tick, time_s=s.time_s, detector=self.name, kind="aim_stats",
+            player=player, tick=tick, time_s=time_s, detector=self.name, kind="aim_stats",
             value=r.score, severity=self.config.severity,
             reason=f"AimStats-{r.score:.2f}@{r.samples}", evidence=evidence,
         )

@@ -283,6 +283,20 @@ class CbugDetector(Detector):
 
     def on_aim(self, sample: AimSample, skip: SkipBook) -> Sequence[Detection]:
         """Key-state changes of one command, judged against the open shot sequence."""
+        st = self._players.get(sample.player)
+        # Fast path (nearly every command): the same keys, switch request and weapon as the previous
+        # command of a known player. Nothing is pressed or switched, so there is nothing to judge and
+        # nothing new to remember (whether or not the player is enabled).
+        if (
+            st is not None
+            and sample.buttons == st.prev_buttons
+            and sample.weapon_switch == st.prev_switch
+            and sample.weapon == st.prev_weapon
+        ):
+            return NO_DETECTIONS
+        return self._key_changes(sample, skip)
+
+    def _key_changes(self, sample: AimSample, skip: SkipBook) -> Sequence[Detection]:
         player = sample.player
         if not self.is_enabled(player):
             return NO_DETECTIONS

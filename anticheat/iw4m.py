@@ -198,7 +198,9 @@ class IW4MDetector(Detector):
 
     def on_aim(self, sample: AimSample, skip: SkipBook) -> Sequence[Detection]:
         """Remember the command; judge waiting hits that it completes."""
-        st = self._state(sample.player)
+        st = self._players.get(sample.player)
+        if st is None:
+            st = self._state(sample.player)
         st.samples.append(sample)
         if not st.pending:
             return NO_DETECTIONS

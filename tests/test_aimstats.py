@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from anticheat.aimstats import AimStatsConfig, AimStatsDetector, angular_step_deg, score
 from anticheat.events import AimSample, Buttons, ConnectionSample, Detection, ShotClaim, ShotResult, SpawnEvent
 from anticheat.population import PopulationConfig, PopulationDetector, leave_one_out_z, outliers
-from anticheat.skip import SkipBook, SkipReason
+from anticheat.skip import SkipBook, SkipConfig, SkipReason
 from lagcomp.shot import RewindDecision
 
 DT = 1.0 / 64.0
@@ -296,3 +296,276 @@ def test_population_detector_counts_and_flags() -> None:
     extra = {p: {"aim_score": 0.1 + 0.01 * p} for p in range(7)} | {7: {"aim_score": 0.95}}
     kinds = {d.kind for d in det.evaluate(1000, 20.0, extra) if d.player == 7}
     assert kinds == {"outlier_headshot_ratio", "outlier_aim_score"}
+
+
+# --- batched evaluation: same detections as a sample-by-sample analysis --------------------------
+
+
+class _Reference:
+    """The sample-by-sample definition of AimStats (flags per command, window totals, emission),
+    written plainly and slowly, to check the batched detector against."""
+
+    def __init__(self, cfg: AimStatsConfig) -> None:
+        self.cfg = cfg
+        self.rows: dict[int, list[tuple[bool, bool, float, bool, bool]]] = {}
+        self.micro: dict[int, list[float]] = {}
+        self.state: dict[int, dict] = {}
+        self.skipped: dict[str, int] = {}
+
+    def _st(self, p: int) -> dict:
+        return self.state.setdefault(p, {"prev": None, "pv": None, "pstep": 0.0, "since": 1 << 30, "emit": -math.inf})
+
+    def brk(self, p: int) -> None:
+        st = self._st(p)
+        st["prev"], st["pv"], st["since"] = None, None, 1 << 30
+
+    def on_aim(self, s: AimSample, book: SkipBook) -> list[tuple[int, int, float, str]]:
+        cfg, st = self.cfg, self._st(s.player)
+        reason = book.player_reason(s.player)
+        if reason is not None:
+            self.skipped[reason.value] = self.skipped.get(reason.value, 0) + 1
+            self.brk(s.player)
+            return []
+        prev, vis = st["prev"], s.target is not None
+        snap = track = on = False
+        jit = math.nan
+        if prev is not None and 0.0 <= s.time_s - prev.time_s <= cfg.max_gap_s:
+            to_frame = cfg.frame_s / max(s.time_s - prev.time_s, cfg.min_dt_s)
+            step = angular_step_deg(prev.yaw_deg, prev.pitch_deg, s.yaw_deg, s.pitch_deg)
+            speed = step * to_frame
+            cos_p = math.cos(math.radians(0.5 * (prev.pitch_deg + s.pitch_deg)))
+            vel = (((s.yaw_deg - prev.yaw_deg + 180.0) % 360.0 - 180.0) * cos_p * to_frame,
+                   (s.pitch_deg - prev.pitch_deg) * to_frame)
+            snap = vis and speed >= cfg.snap_deg_per_frame and s.target_angle_deg <= cfg.snap_on_target_deg
+            if speed < cfg.flick_deg_per_frame:
+                if st["pv"] is not None and max(step, st["pstep"]) > cfg.still_deg:
+                    jit = math.hypot(vel[0] - st["pv"][0], vel[1] - st["pv"][1])
+                if (vis and prev.target == s.target and prev.target_angle_deg <= cfg.engage_cone_deg
+                        and speed >= cfg.track_min_deg_per_frame):
+                    track = True
+                    cone = max(cfg.min_cone_deg, math.degrees(math.atan2(cfg.target_radius_m, max(s.target_distance_m, 1e-3))))
+                    on = s.target_angle_deg <= cone
+            if st["since"] < cfg.micro_after_shot_samples and cfg.still_deg < speed < cfg.micro_max_deg_per_frame:
+                self.micro.setdefault(s.player, []).append(speed)
+            st["pv"] = vel if speed < cfg.flick_deg_per_frame else None
+            st["pstep"] = step
+        else:
+            st["pv"] = None
+        st["since"] = 0 if s.buttons & Buttons.FIRE else st["since"] + 1
+        st["prev"] = s
+        rows = self.rows.setdefault(s.player, [])
+        rows.append((vis, snap, jit, track, on))
+        r = self.result(s.player)
+        if r["insufficient"] or s.time_s - st["emit"] < cfg.cooldown_s or r["score"] <= cfg.suspicious_score:
+            return []
+        st["emit"] = s.time_s
+        return [(s.player, s.tick, s.time_s, f"AimStats-{r['score']:.2f}@{r['samples']}")]
+
+    def result(self, p: int) -> dict:
+        cfg = self.cfg
+        window = self.rows.get(p, [])[-cfg.window_samples :]
+        vis = sum(r[0] for r in window)
+        snaps = sum(r[1] for r in window)
+        jits = [r[2] for r in window if not math.isnan(r[2])]
+        tracks = sum(r[3] for r in window)
+        ons = sum(r[4] for r in window)
+        rate = snaps / vis if vis else 0.0
+        jit = math.fsum(jits) / len(jits) if len(jits) >= cfg.min_jitter_samples and jits else math.nan
+        eff = ons / tracks if tracks >= cfg.min_tracking_samples and tracks else math.nan
+        insufficient = len(window) < cfg.min_samples
+        parts = (0.0, 0.0, 0.0) if insufficient else score(rate, jit, eff, cfg)
+        micro = self.micro.get(p, [])[-cfg.micro_ring :]
+        return {"samples": len(window), "insufficient": insufficient, "score": sum(parts), "snaps": snaps,
+                "visible": vis, "jitter": jit, "n_jitter": len(jits), "tracks": tracks, "eff": eff,
+                "micro_n": len(micro), "micro_mean": math.fsum(micro) / len(micro) if micro else math.nan}
+
+
+def mixed_stream(seed: int, n: int, players: int) -> list[tuple[str, object]]:
+    """Aimbot, smooth-bot, shaky and idle spells of several players, interleaved, with shots, gaps,
+    bunched and out-of-order commands, respawns, lag spells and a few malformed angles."""
+    rng = np.random.default_rng(seed)
+    st = {p: {"t": 0.0, "yaw": 0.0, "pitch": 0.0, "mode": int(rng.integers(4))} for p in range(players)}
+    out: list[tuple[str, object]] = []
+    for i in range(n):
+        p = int(rng.integers(players))
+        s = st[p]
+        r = rng.random()
+        if r < 0.004:
+            out.append(("spawn", SpawnEvent(player=p, tick=i, time_s=s["t"])))
+            continue
+        if r < 0.009:
+            out.append(("conn", (p, float(rng.choice([60.0, 60.0, 900.0])))))
+            continue
+        if r < 0.012:
+            out.append(("result", p))
+            continue
+        if r < 0.03:
+            s["mode"] = int(rng.integers(4))
+        s["t"] += float(rng.choice([DT, DT, DT, DT, 0.0, 0.05, 0.4, -0.01], p=[0.8, 0.05, 0.05, 0.02, 0.03, 0.02, 0.02, 0.01]))
+        if s["mode"] == 0:  # aimbot
+            s["yaw"] += float(rng.choice([-60.0, 60.0])) if rng.random() < 0.1 else 0.3
+            target, angle = int(rng.integers(2, 4)), float(rng.uniform(0.0, 0.4))
+        elif s["mode"] == 1:  # smooth bot
+            s["yaw"] += 0.25
+            target, angle = 2, 0.1
+        elif s["mode"] == 2:  # shaky hand
+            s["yaw"] += float(rng.normal(0.3, 0.8))
+            s["pitch"] = float(np.clip(s["pitch"] + rng.normal(0.0, 0.3), -89.0, 89.0))
+            target, angle = (2 if rng.random() < 0.8 else None), float(abs(rng.normal(2.0, 3.0)))
+        else:  # idle
+            target, angle = None, float(rng.uniform(0.0, 20.0))
+        yaw = (s["yaw"] + 180.0) % 360.0 - 180.0
+        if rng.random() < 0.002:
+            yaw = math.nan
+        buttons = int(Buttons.FIRE) if rng.random() < 0.08 else 0
+        out.append(("aim", AimSample(
+            player=p, tick=i, time_s=s["t"], seq=i, yaw_deg=yaw, pitch_deg=s["pitch"], recoil_pitch_deg=0.0,
+            recoil_yaw_deg=0.0, server_punch_pitch_deg=0.0, server_punch_yaw_deg=0.0, buttons=buttons, weapon=2,
+            weapon_switch=0, stance=0, on_ground=True, speed_m_s=0.0, target=target, target_angle_deg=angle,
+            target_distance_m=float(rng.uniform(1.0, 40.0)))))
+    return out
+
+
+def run_both(cfg: AimStatsConfig, events: list[tuple[str, object]]) -> tuple[list, list, AimStatsDetector, _Reference]:
+    det, ref = AimStatsDetector(cfg), _Reference(cfg)
+    book = good_book(*range(8))
+    got: list[Detection] = []
+    want: list[tuple[int, int, float, str]] = []
+    for kind, e in events:
+        if kind == "aim":
+            got.extend(det.on_aim(e, book))  # type: ignore[arg-type]
+            want.extend(ref.on_aim(e, book))  # type: ignore[arg-type]
+        elif kind == "spawn":
+            det.on_spawn(e, book)  # type: ignore[arg-type]
+            if e.player in ref.state:  # type: ignore[attr-defined]
+                ref.brk(e.player)  # type: ignore[attr-defined]
+        elif kind == "conn":
+            p, rtt = e  # type: ignore[misc]
+            book.record(ConnectionSample(player=p, time_s=0.0, rtt_ms=rtt, jitter_ms=1.0, loss=0.0, since_update_s=0.0))
+        else:
+            det.result(e)  # type: ignore[arg-type]  # evaluates pending samples mid-batch
+    got.extend(det.flush())
+    return got, want, det, ref
+
+
+def assert_same_analysis(det: AimStatsDetector, ref: _Reference, players: int) -> None:
+    for p in range(players):
+        r, w = det.result(p), ref.result(p)
+        assert (r.samples, r.insufficient, r.snaps, r.visible, r.jitter_samples, r.tracking_samples) == (
+            w["samples"], w["insufficient"], w["snaps"], w["visible"], w["n_jitter"], w["tracks"])
+        assert r.score == pytest.approx(w["score"], abs=1e-9)
+        assert r.jitter_deg == pytest.approx(w["jitter"], abs=1e-9, nan_ok=True)  # stored to 2**-30 deg
+        assert r.tracking_efficiency == pytest.approx(w["eff"], nan_ok=True)
+        assert r.micro_mean_deg == pytest.approx(w["micro_mean"], nan_ok=True)
+    assert det.skip_counts() == ref.skipped
+
+
+@pytest.mark.parametrize("batch", [1, 7, 64, 256])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_batched_analysis_matches_sample_by_sample(seed: int, batch: int) -> None:
+    # A low threshold and short cooldown make many detections to compare.
+    cfg = AimStatsConfig(window_samples=200, min_samples=50, cooldown_s=1.0, suspicious_score=0.3,
+                         micro_ring=16, batch_samples=batch)
+    events = mixed_stream(seed, 4000, 3)
+    got, want, det, ref = run_both(cfg, events)
+    assert len(want) > 10
+    # Same detections (same sample, same figures); delivery order may differ across players.
+    assert sorted((d.player, d.tick, d.time_s, d.reason) for d in got) == sorted(want)
+    assert_same_analysis(det, ref, 3)
+
+
+def test_batched_analysis_matches_with_default_tolerances_and_a_tiny_window() -> None:
+    events = mixed_stream(7, 6000, 2)
+    for cfg in (AimStatsConfig(), AimStatsConfig(window_samples=8, min_samples=2, cooldown_s=0.2, micro_ring=3,
+                                                 micro_after_shot_samples=2, batch_samples=100)):
+        got, want, det, ref = run_both(cfg, events)
+        assert sorted((d.player, d.tick, d.time_s, d.reason) for d in got) == sorted(want)
+        assert_same_analysis(det, ref, 2)
+
+
+def test_detection_keeps_its_sample_and_is_delivered_at_the_batch_end() -> None:
+    det = AimStatsDetector()  # K = 256
+    book = good_book(1)
+    returned_at = [i for i, s in enumerate(aimbot_stream(640)) for _ in det.on_aim(s, book)]
+    assert returned_at == [AimStatsConfig().batch_samples - 1]
+    det1 = AimStatsDetector(AimStatsConfig(batch_samples=1))
+    found = feed(det1, good_book(1), aimbot_stream(640))
+    # K = 1 delivers on the very sample; any K reports the same sample and figures.
+    assert [d.tick for d in found] == [AimStatsConfig().min_samples - 1]
+    again = feed(AimStatsDetector(), good_book(1), aimbot_stream(640))
+    assert [(d.tick, d.time_s, d.value, d.evidence) for d in again] == [(d.tick, d.time_s, d.value, d.evidence) for d in found]
+
+
+def test_result_evaluates_pending_samples_and_the_next_aim_delivers() -> None:
+    det = AimStatsDetector()
+    book = good_book(1)
+    stream = aimbot_stream(200)
+    assert feed(det, book, stream[:150]) == []  # not a full batch yet
+    assert det.result(1).suspicious
+    found = det.on_aim(stream[150], book)
+    assert [d.tick for d in found] == [99]
+    assert feed(det, book, stream[151:]) == [] and det.flush() == []
+
+
+def test_flush_returns_the_tail_of_a_stream() -> None:
+    det = AimStatsDetector()
+    book = good_book(1, 2)
+    assert feed(det, book, aimbot_stream(150)) == []
+    tail = det.flush()
+    assert [(d.player, d.tick) for d in tail] == [(1, 99)]
+    assert det.flush() == [] and det.flush(5) == []
+
+
+def test_skip_decision_follows_the_latest_connection_sample() -> None:
+    det = AimStatsDetector(AimStatsConfig(batch_samples=16))
+    book = good_book(1)
+    samples = aimbot_stream(90)
+    feed(det, book, samples[:30])
+    book.record(ConnectionSample(player=1, time_s=0.5, rtt_ms=900.0, jitter_ms=2.0, loss=0.0, since_update_s=0.0))
+    feed(det, book, samples[30:40])
+    book.record(ConnectionSample(player=1, time_s=0.6, rtt_ms=60.0, jitter_ms=2.0, loss=0.3, since_update_s=0.0))
+    feed(det, book, samples[40:50])
+    other = good_book(1)  # another book (and config) is asked afresh
+    feed(det, other, samples[50:70])
+    strict = SkipBook(SkipConfig(exempt_players=frozenset({1})))
+    strict.record(ConnectionSample(player=1, time_s=0.0, rtt_ms=60.0, jitter_ms=2.0, loss=0.0, since_update_s=0.0))
+    feed(det, strict, samples[70:80])
+    other.config = SkipConfig(max_ping_ms=30.0)  # same book and sample, new config
+    feed(det, other, samples[80:90])
+    assert det.skip_counts() == {"high_ping": 20, "high_loss": 10, "exempt": 10}
+    assert det.result(1).samples == 50
+
+
+def test_state_stays_bounded() -> None:
+    cfg = AimStatsConfig(window_samples=200, min_samples=100, micro_ring=8, batch_samples=64)
+    det = AimStatsDetector(cfg)
+    book = good_book(1)
+    stream = honest_stream(5000, np.random.default_rng(1))
+    for s in stream:
+        det.on_aim(s, book)
+        w = det._players[1]
+        assert w.m < cfg.batch_samples
+        assert w.hist.shape[1] <= cfg.window_samples + 2 * cfg.batch_samples
+        assert w.micro.size <= cfg.micro_ring + 2 * cfg.batch_samples
+    assert det.result(1).samples == 200
+
+
+def test_malformed_angles_warn_nothing_and_measure_nothing() -> None:
+    import warnings
+
+    det = AimStatsDetector(AimStatsConfig(batch_samples=8))
+    book = good_book(1)
+    stream = aimbot_stream(40)
+    stream[5] = aim(5, math.inf)
+    stream[6] = aim(6, math.nan, pitch=math.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        feed(det, book, stream)
+        r = det.result(1)
+    assert r.samples == 40 and not math.isnan(r.snap_rate)
+
+
+@pytest.mark.parametrize("batch", [0, 4097])
+def test_batch_size_is_validated(batch: int) -> None:
+    with pytest.raises(ValueError):
+        AimStatsConfig(batch_samples=batch)

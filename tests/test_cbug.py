@@ -309,3 +309,45 @@ def test_config_loads_from_toml_overrides() -> None:
     feed.fire(0.0, weapon=rifle)
     feed.cmd(0.05, C, weapon=rifle)
     assert feed.det.contributions(P) == {"classic": 6.0}
+
+
+class _FullAnalysis(CbugDetector):
+    """Every command through the full key-change analysis (no fast path for unchanged commands)."""
+
+    def on_aim(self, sample: AimSample, skip: SkipBook):  # type: ignore[no-untyped-def]
+        return self._key_changes(sample, skip)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_unchanged_commands_fast_path_changes_nothing(seed: int) -> None:
+    import random
+
+    rng = random.Random(seed)
+    weapons = [PISTOL, int(WeaponId.SHOTGUN), int(WeaponId.RIFLE), int(WeaponId.MINIGUN)]
+    keys = [int(b) for b in Buttons]
+    fast, full = Feed(CbugDetector()), Feed(_FullAnalysis())
+    if seed % 3 == 0:
+        for f in (fast, full):
+            f.det.set_enabled(P, False)
+    t, buttons, weapon, switch = 0.0, 0, PISTOL, 0
+    for i in range(3000):
+        t += rng.choice([1 / 64, 1 / 64, 0.0, 0.1])
+        if rng.random() < 0.1:
+            buttons ^= rng.choice(keys)
+        if rng.random() < 0.02:
+            switch = rng.choice([0, 0, *weapons])
+        if rng.random() < 0.02:
+            weapon = rng.choice(weapons)
+        if i == 1500 and seed % 3 == 0:
+            for f in (fast, full):
+                f.det.set_enabled(P, True)
+        for f in (fast, full):
+            if buttons & int(Buttons.FIRE) and i % 3 == 0:
+                f.fire(t, weapon=weapon)
+            else:
+                f.cmd(t, buttons, weapon=weapon, switch=switch, on_ground=i % 7 != 0)
+    assert fast.detections == full.detections
+    assert fast.det.stats == full.det.stats
+    assert fast.det.score(P) == full.det.score(P) and fast.det.contributions(P) == full.det.contributions(P)
+    if seed % 3 != 0:
+        assert fast.detections  # the stream does exercise the analysis

@@ -562,3 +562,19 @@ def test_per_player_state_stays_bounded() -> None:
     st = det._players[P]
     assert len(st.samples) == det.config.aim_ring_size
     assert len(st.pending) <= det.config.pending_max
+
+
+def test_first_command_of_a_new_shooter_is_remembered() -> None:
+    # on_aim creates the shooter's state itself: a hit right after sees that command as "before".
+    sim = Sim(IW4MDetector(IW4MConfig(offset_flag_min_hits=1)))
+    assert IW4MDetector().session_stats(P)["hits"] == 0
+    sim.cmd(0.0, 0.0, int(Buttons.FIRE))
+    sim.cmd(0.0, 0.0, int(Buttons.FIRE))
+    sim.hit(UPPER, 0.0, 0.0)
+    sim.cmd(0.0, 0.0)
+    assert "offset_unmeasured" not in sim.det.stats
+    assert sim.det.session_stats(P)["offsets"][str(UPPER)][0] == 1
+    # Forgotten, then remembered afresh on the next command.
+    sim.det.reset_player(P)
+    sim.cmd(0.0, 0.0, int(Buttons.FIRE))
+    assert len(sim.det._players[P].samples) == 1
