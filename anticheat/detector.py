@@ -62,5 +62,12 @@ class Detector:
         """A (re)spawn: reset per-life state here."""
         return NO_DETECTIONS
 
+    def flush(self) -> Sequence[Detection]:
+        """End of the stream (match over, replay read): deliver anything still held back.
+
+        Detectors that analyse in batches override this; the live server calls it when it
+        closes and a replay re-run calls it at the end, so both see the same detections."""
+        return NO_DETECTIONS
+
     def reset_player(self, player: int) -> None:
         """Forget everything about ``player`` (slot reused or an operator reset)."""

@@ -330,6 +330,16 @@ class DetectionPipeline:
 
     # --- players and flags ----------------------------------------------------------------
 
+    def flush(self) -> list[Detection]:
+        """End of the stream: every detector delivers what it still holds, through the same
+        path as detections found by ``feed`` (subscribers, policy, store)."""
+        found: list[Detection] = []
+        for detector in self.detectors:
+            found.extend(detector.flush())
+        if found:
+            self._route_detections(found)
+        return found
+
     def _on_session(self, event: SessionEvent) -> None:
         """A slot changed hands: what happened live happens again in a replay, from the stream."""
         self._event_counts[SessionEvent] += 1

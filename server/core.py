@@ -687,7 +687,17 @@ class ServerCore:
         }
 
     def close(self) -> None:
-        """Flush the recording; the server can be dropped afterwards."""
+        """End of the match: detectors deliver what they still hold (recorded like any tick's
+        detections, so a replay re-run ends the same way), then the recording is closed."""
+        if self.pipeline is not None:
+            held = self.pipeline.flush()
+            for d in held:
+                counter = self.detections.get(d.player)
+                if counter is not None:
+                    counter[f"{d.detector}:{d.kind}"] += 1
+                self.bus.publish(d)
+            if held and self.recorder is not None:
+                self.recorder.write_tick(self.tick, self.time_s, held)
         if self.recorder is not None:
             self.recorder.close()
 

@@ -269,8 +269,8 @@ class MatchSetup:
 
     def finish(self, duration_s: float, wall_s: float, extra_server: Mapping[str, Any] | None = None) -> MatchResult:
         """Close the core and the replay; the result table's data."""
-        report = self.core.report()
         self.core.close()
+        report = self.core.report()
         by_name = {p["name"]: p for p in report.get("players", [])}
         players = []
         for spec in self.specs:

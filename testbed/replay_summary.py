@@ -299,6 +299,8 @@ def detect(
             result = feed(event)
             if result:
                 found.extend(result)
+    # The match's end, as the live server closed it: held-back detections come out now.
+    found.extend(pipeline.flush())
     labels = _labels(header)
     return DetectRun(
         path=os.fspath(path),

@@ -133,8 +133,8 @@ async def serve(
             ticker.cancel()
             await asyncio.gather(ticker, return_exceptions=True)
         await server.stop()
-        report = core.report()
         core.close()
+        report = core.report()
     report["udp"] = transport_stats(server)
     return report
 
