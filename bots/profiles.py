@@ -1,0 +1,285 @@
+"""The registry of bot profiles: ``honest`` and every cheat profile, and how a bot is built.
+
+``PROFILES`` maps a profile name to its :class:`ProfileSpec`: its parameters (a frozen dataclass
+with documented units and defaults), the factory of its cheat hooks (``bots.cheats``) and of the
+brain it rides on (the honest brain of ``bots.honest``, or the ESP variant for ``wallhack``).
+:func:`make_bot` builds the sans-IO client exactly as the testbed builds an honest bot
+(``testbed.bot_factory``: skill sampled from one child generator, the client given the other)
+and puts the profile's hooks in it, so a cheater differs from an honest player only by its hooks.
+
+Scenario parameters (``[bots.params]``) override the profile's dataclass: an unknown key is a
+ValueError naming it, as is a value of the wrong type or out of range; so is an unknown profile.
+The registry mapping is read-only; nothing here keeps mutable global state.
+
+=================  ====================================================================
+profile            what it does (details: the module of ``bots.cheats`` named)
+=================  ====================================================================
+honest             the honest brain, no hooks
+lock_aimbot        view locked exactly on the nearest visible enemy's head (aimbot)
+rage_aimbot        lock with 180 deg flicks to a new target after every shot (aimbot)
+smooth_aimbot      view pulled a fraction ``strength`` of the way per tick (aimbot)
+silent_aim         human view angles, shot angles and claims forged (silent)
+proaim             claims hits with the hit point far from the victim (silent)
+triggerbot         FIRE exactly when the crosshair ray meets an enemy (trigger)
+no_recoil          punch pulled down exactly, zero recoil reported (recoil)
+speedhack          more commands than ticks (movement)
+teleport           occasional claims of a far free spot (movement)
+noclip             claims walking through walls (movement)
+cbug               scripted crouch-cancel after every shot (fire)
+rapid_fire         shots faster than the weapon allows (fire)
+wallhack           sees and tracks every entity sent, bait included (esp)
+backtrack          view times 150-400 ms older than the real one (netcode)
+fake_lag           datagrams held 100-300 ms and released in bursts (netcode)
+=================  ====================================================================
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from bots.cheats import (
+    Backtrack,
+    BacktrackParams,
+    BuildContext,
+    CBug,
+    CBugParams,
+    CheatHooks,
+    FakeLag,
+    FakeLagParams,
+    LockAimbot,
+    LockParams,
+    Noclip,
+    NoclipParams,
+    NoRecoil,
+    NoRecoilParams,
+    ProAim,
+    ProAimParams,
+    RageAimbot,
+    RageParams,
+    RapidFire,
+    RapidFireParams,
+    SilentAim,
+    SilentAimParams,
+    SmoothAimbot,
+    SmoothParams,
+    Speedhack,
+    SpeedhackParams,
+    Teleport,
+    TeleportParams,
+    Triggerbot,
+    TriggerbotParams,
+    Wallhack,
+    WallhackParams,
+    esp_brain,
+)
+from bots.cheats.params import NoParams, build_params
+from bots.client import BotClient, ClientConfig
+from bots.honest import HonestBrain
+from bots.hooks import ClientHooks
+from bots.nav import NavGraph
+from bots.skill import Skill, SkillLevel, sample_skill
+from world.geometry import MapGeometry
+from world.mapfile import GameMap
+
+__all__ = [
+    "HONEST",
+    "PROFILES",
+    "BrainFactory",
+    "HookFactory",
+    "ProfileSpec",
+    "default_params",
+    "ground_truth",
+    "make_bot",
+    "make_hooks",
+    "profile_names",
+    "resolve_params",
+]
+
+log = logging.getLogger(__name__)
+
+HONEST = "honest"
+
+HookFactory = Callable[[Any, BuildContext], ClientHooks]
+"""(profile parameters, build context) -> the client hooks."""
+BrainFactory = Callable[[Skill, NavGraph | None, MapGeometry, Any], HonestBrain]
+"""(sampled skill, navigation graph, map geometry, profile parameters) -> the brain."""
+
+
+def honest_brain(skill: Skill, nav: NavGraph | None, geometry: MapGeometry, params: Any) -> HonestBrain:
+    """The honest brain, as ``testbed.bot_factory`` builds it for an honest bot."""
+    return HonestBrain(skill, nav=nav, geometry=geometry)
+
+
+def _wallhack_brain(skill: Skill, nav: NavGraph | None, geometry: MapGeometry, params: Any) -> HonestBrain:
+    return esp_brain(skill, nav, geometry, include_hidden=params.include_hidden)
+
+
+def _honest_hooks(params: Any, ctx: BuildContext) -> ClientHooks:
+    return ClientHooks()
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileSpec:
+    """One bot profile.
+
+    Attributes:
+        name: the profile name (the ground-truth label in scenarios and replays).
+        description: one line on what the cheat does.
+        params: frozen dataclass of its parameters (defaults = the profile as played).
+        hooks: builds its client hooks from (parameters, build context).
+        brain: builds the brain it rides on (default: the honest brain).
+        observed_by: the detectors (``anticheat``) whose evidence this profile produces by what it
+            does; documentation for reports, never used to tune the cheat.
+    """
+
+    name: str
+    description: str
+    params: type
+    hooks: HookFactory
+    brain: BrainFactory = honest_brain
+    observed_by: tuple[str, ...] = ()
+
+    @property
+    def cheat(self) -> bool:
+        """True for every profile but ``honest``."""
+        return self.name != HONEST
+
+
+def _spec(name: str, description: str, params: type, hooks: HookFactory, *, brain: BrainFactory = honest_brain,
+          observed_by: tuple[str, ...] = ()) -> tuple[str, ProfileSpec]:
+    return name, ProfileSpec(name, description, params, hooks, brain, observed_by)
+
+
+PROFILES: Mapping[str, ProfileSpec] = MappingProxyType(dict([
+    _spec(HONEST, "the honest human-like brain, no hooks", NoParams, _honest_hooks),
+    _spec("lock_aimbot", "view locked exactly on the nearest visible enemy's head, fires when on it",
+          LockParams, lambda p, c: LockAimbot(p, c),
+          observed_by=("iw4m bone/snap/strain", "aimstats", "aimdetect + bait", "bustaim continuous")),
+    _spec("rage_aimbot", "instant 180-degree flicks to a new target after every shot, continuous fire",
+          RageParams, lambda p, c: RageAimbot(p, c),
+          observed_by=("iw4m strain/snap/bone", "aimstats snap rate", "aimdetect + bait")),
+    _spec("smooth_aimbot", "humanised aimbot: a fraction `strength` of the remaining angle per tick",
+          SmoothParams, lambda p, c: SmoothAimbot(p, c),
+          observed_by=("aimstats tracking/jitter", "iw4m bone", "aimdetect + bait")),
+    _spec("silent_aim", "human view angles; the shot's angles and claims jump onto the target",
+          SilentAimParams, lambda p, c: SilentAim(p, c),
+          observed_by=("iw4m offset", "iw4m bone", "aimdetect + bait")),
+    _spec("proaim", "claims hits with the hit point 20-200 m from the victim; rough aim",
+          ProAimParams, lambda p, c: ProAim(p, c),
+          observed_by=("bustaim proaim_teleport", "aimstats")),
+    _spec("triggerbot", "fires exactly when the crosshair ray meets an enemy hitbox",
+          TriggerbotParams, lambda p, c: Triggerbot(p, c),
+          observed_by=("aimdetect (time to fire, bait)", "aimstats")),
+    _spec("no_recoil", "recoil punch pulled down exactly; zero recoil reported",
+          NoRecoilParams, lambda p, c: NoRecoil(p, c),
+          observed_by=("iw4m recoil",)),
+    _spec("speedhack", "more commands than ticks (game clock 1.5x real time)",
+          SpeedhackParams, lambda p, c: Speedhack(p, c),
+          observed_by=("movement timer",)),
+    _spec("teleport", "occasionally claims a free spot more than 40 m away",
+          TeleportParams, lambda p, c: Teleport(p, c),
+          observed_by=("movement teleport",)),
+    _spec("noclip", "claims positions walking straight through walls",
+          NoclipParams, lambda p, c: Noclip(p, c),
+          observed_by=("movement wall_clip",)),
+    _spec("cbug", "scripted crouch-cancel after every shot, firing at the shortened interval",
+          CBugParams, lambda p, c: CBug(p, c),
+          observed_by=("cbug", "fire auto_c")),
+    _spec("rapid_fire", "shots faster than the weapon allows, plus extra shots per command",
+          RapidFireParams, lambda p, c: RapidFire(p, c),
+          observed_by=("fire rapid_fire",)),
+    _spec("wallhack", "sees and tracks every entity the server sends, bait targets included",
+          WallhackParams, lambda p, c: Wallhack(p, c), brain=_wallhack_brain,
+          observed_by=("aimdetect bait", "aimstats (tracking hidden players)")),
+    _spec("backtrack", "claims view times 150-400 ms older than its real one",
+          BacktrackParams, lambda p, c: Backtrack(p, c),
+          observed_by=("fire backtrack",)),
+    _spec("fake_lag", "holds datagrams 100-300 ms, releases them in bursts",
+          FakeLagParams, lambda p, c: FakeLag(p, c),
+          observed_by=("fire backtrack (late shots)", "connection jitter")),
+]))
+"""Every profile by name, ``honest`` first (read-only)."""
+
+
+def profile_names() -> tuple[str, ...]:
+    """Names of every profile, ``honest`` included (first)."""
+    return tuple(PROFILES)
+
+
+def _spec_of(profile: str) -> ProfileSpec:
+    try:
+        return PROFILES[profile]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown profile {profile!r} (known: {', '.join(PROFILES)})") from None
+
+
+def ground_truth(profile: str) -> str:
+    """The ground-truth label of a bot of ``profile``: the profile's name (ValueError if unknown)."""
+    return _spec_of(profile).name
+
+
+def default_params(profile: str) -> Any:
+    """The profile's parameters with their defaults."""
+    return _spec_of(profile).params()
+
+
+def resolve_params(profile: str, params: Mapping[str, Any] | None = None) -> Any:
+    """The profile's parameter dataclass with ``params`` overriding the defaults; ValueError
+    naming the key for an unknown key or a bad value."""
+    return build_params(_spec_of(profile).params, params, profile)
+
+
+def make_hooks(profile: str, params: Mapping[str, Any] | None, ctx: BuildContext) -> ClientHooks:
+    """The client hooks of ``profile`` alone (no brain, no client): for tests and tools."""
+    spec = _spec_of(profile)
+    return spec.hooks(build_params(spec.params, params, profile), ctx)
+
+
+def make_bot(
+    profile: str,
+    *,
+    name: str,
+    skill: SkillLevel | str | Skill = SkillLevel.AVERAGE,
+    params: Mapping[str, Any] | None = None,
+    game_map: GameMap,
+    geometry: MapGeometry | None = None,
+    nav: NavGraph | None = None,
+    tick_rate_hz: int = 64,
+    rng: np.random.Generator,
+    config: ClientConfig | None = None,
+) -> BotClient:
+    """A sans-IO client playing ``profile``.
+
+    Args:
+        profile: a name of :data:`PROFILES`. name: the player name.
+        skill: a skill level (sampled per bot from ``rng``, as for honest bots) or a Skill.
+        params: overrides of the profile's parameters (scenario ``[bots.params]``).
+        game_map, geometry, nav: what the client ships (geometry and nav built when None;
+            pass shared ones for many bots).
+        tick_rate_hz: the server's tick rate (Hz). rng: the bot's own generator.
+        config: client constants (default: ``ClientConfig`` at ``tick_rate_hz``).
+    Raises:
+        ValueError: unknown profile, unknown parameter or bad parameter value.
+    """
+    spec = _spec_of(profile)
+    values = build_params(spec.params, params, profile)
+    geometry = geometry if geometry is not None else MapGeometry(game_map)
+    if nav is None:
+        nav = NavGraph(geometry)
+    skill_rng, client_rng = rng.spawn(2)
+    sk = skill if isinstance(skill, Skill) else sample_skill(skill_rng, skill)
+    brain = spec.brain(sk, nav, geometry, values)
+    ctx = BuildContext(game_map=game_map, geometry=geometry, nav=nav, tick_rate_hz=int(tick_rate_hz))
+    hooks = spec.hooks(values, ctx)
+    if isinstance(hooks, CheatHooks):
+        hooks.bind_brain(brain)
+    cfg = config if config is not None else ClientConfig(default_tick_rate_hz=int(tick_rate_hz))
+    log.debug("bot %s: profile %s, params %s", name, profile,
+              {f.name: getattr(values, f.name) for f in fields(values)})
+    return BotClient(name, brain, game_map, client_rng, config=cfg, hooks=hooks, geometry=geometry)
