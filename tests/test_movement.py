@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from physics import movement
 from physics.buttons import Buttons
 from physics.config import MovementConfig
 from physics.movement import (
@@ -299,3 +300,273 @@ def test_never_ends_inside_a_wall(map_name: str, seed: int, city_geometry: MapGe
         pos, vel, og, stance = res.pos, res.vel, res.on_ground, res.stance
     # They did run into walls and slide (the test would be vacuous otherwise).
     assert touches > 100
+
+
+# ------------------------------------------------------------------ scalar path (small batches)
+
+RESULT_FIELDS = ("pos", "vel", "on_ground", "stance", "crouch_pressed", "touched_wall")
+needs_scalar = pytest.mark.skipif(not movement._SCALAR_EXACT, reason="scalar path disabled on this platform")
+
+
+def both_paths(
+    pos: np.ndarray, vel: np.ndarray, og: np.ndarray, stance: np.ndarray, cmd: MoveCommands,
+    speed: np.ndarray | float, geometry: object, cfg: MovementConfig = CFG,
+) -> tuple[MoveResult, MoveResult]:
+    """(vectorised, scalar) results of the same step, whatever the batch size."""
+    n = len(cmd)
+    vec = movement._simulate_vector(*movement._checked_state(pos, vel, og, stance, speed, n), cmd, geometry, cfg)  # type: ignore[arg-type]
+    sca = movement._simulate_scalar(*movement._scalar_state(pos, vel, og, stance, speed, n), cmd, geometry, cfg)  # type: ignore[arg-type]
+    return vec, sca
+
+
+def assert_identical(vec: MoveResult, sca: MoveResult) -> None:
+    """Same dtypes, shapes and bytes (bit for bit, signs of zeros included)."""
+    for name in RESULT_FIELDS:
+        a, b = getattr(vec, name), getattr(sca, name)
+        assert a.dtype == b.dtype and a.shape == b.shape, (name, a.dtype, b.dtype, a.shape, b.shape)
+        assert a.tobytes() == b.tobytes(), (name, a, b)
+
+
+def test_scalar_path_active() -> None:
+    """The scalar path's float primitives (hypot, sin/cos, radians, 2-term dot) reproduce numpy's
+    here; were they not, small batches would silently fall back to the ~10x slower vector path."""
+    assert movement._SCALAR_EXACT
+
+
+@needs_scalar
+@settings(max_examples=300, deadline=None)
+@given(
+    x=st.floats(allow_nan=False, allow_infinity=False) | st.floats(-20.0, 20.0),
+    y=st.floats(allow_nan=False, allow_infinity=False) | st.floats(-20.0, 20.0) | st.floats(-1e-9, 1e-9),
+)
+def test_hypot_matches_numpy(x: float, y: float) -> None:
+    with np.errstate(over="ignore"):
+        expected = float(np.hypot(x, y))
+    assert movement._hypot(x, y) == expected
+
+
+@needs_scalar
+def test_hypot_matches_numpy_in_bulk() -> None:
+    """~0.5 % of inputs tell glibc's hypot (numpy's) from a correctly rounded one: check many."""
+    rng = np.random.default_rng(3)
+    xy = rng.normal(0.0, 6.0, (40_000, 2))
+    xy[:5000] *= rng.uniform(0.0, 1e-3, (5000, 1))
+    expected = np.hypot(xy[:, 0], xy[:, 1]).tolist()
+    assert [movement._hypot(a, b) for a, b in xy.tolist()] == expected
+
+
+def random_state(rng: np.random.Generator, geometry: MapGeometry, n: int) -> tuple[np.ndarray, ...]:
+    """Positions near the spawns (outside walls), some airborne, random velocities and stances."""
+    spawns = np.array([(s.x, s.y) for s in geometry.game_map.spawns])
+    xy = spawns[rng.integers(0, len(spawns), n)]
+    moved = xy + rng.uniform(-4.0, 4.0, (n, 2))
+    ok = ~geometry.circle_blocked(moved)
+    xy[ok] = moved[ok]
+    air = rng.random(n) < 0.3
+    pos = np.column_stack([xy, np.where(air, rng.uniform(0.0, 2.0, n), 0.0)])
+    vel = np.column_stack([rng.uniform(-9.0, 9.0, (n, 2)), np.where(air, rng.uniform(-8.0, 8.0, n), 0.0)])
+    return pos, vel, ~air, rng.integers(0, 2, n).astype(np.int8)
+
+
+def held_commands(rng: np.random.Generator, n: int, prev: MoveCommands | None) -> MoveCommands:
+    """Random commands held for spans (so players reach walls and slide along them): move values
+    in and out of [-1, 1] and exact zeros, any buttons (JUMP, CROUCH, WALK, SPRINT, ...), a few
+    durations; the yaw drifts every command."""
+    if prev is None or rng.random() < 0.1:
+        return MoveCommands(
+            forward_move=rng.choice([0.0, 1.0, -1.0, 0.5]) * np.ones(n) if rng.random() < 0.5 else rng.uniform(-1.5, 1.5, n),
+            side_move=np.where(rng.random(n) < 0.5, 0.0, rng.uniform(-1.5, 1.5, n)),
+            yaw_deg=rng.uniform(-180.0, 180.0, n),
+            pitch_deg=rng.uniform(-89.0, 89.0, n),
+            buttons=rng.integers(0, 256, n),
+            dt_s=np.full(n, rng.choice([1.0 / 128.0, DT, 1.0 / 32.0, 0.1])),
+        )
+    return MoveCommands(
+        prev.forward_move, prev.side_move, prev.yaw_deg + rng.normal(0.0, 4.0, n), prev.pitch_deg,
+        np.where(rng.random(n) < 0.05, prev.buttons ^ int(Buttons.JUMP), prev.buttons), prev.dt_s,
+    )
+
+
+def run_both_paths(
+    geometry: MapGeometry, rng: np.random.Generator, n: int, steps: int, cfg: MovementConfig
+) -> int:
+    """Steps n players through both paths, asserting identical results; returns the wall touches."""
+    pos, vel, og, stance = random_state(rng, geometry, n)
+    speed: np.ndarray | float = rng.uniform(0.0, 10.0, n) if rng.random() < 0.5 else float(rng.choice([0.0, RIFLE_SPEED, 9.5]))
+    cmd = None
+    touches = 0
+    for _ in range(steps):
+        cmd = held_commands(rng, n, cmd)
+        if n == 1 and rng.random() < 0.5:
+            cmd = MoveCommands.single(float(cmd.forward_move[0]), float(cmd.side_move[0]), float(cmd.yaw_deg[0]),
+                                      int(cmd.buttons[0]), float(cmd.dt_s[0]), float(cmd.pitch_deg[0]))
+        vec, sca = both_paths(pos, vel, og, stance, cmd, speed, geometry, cfg)
+        assert_identical(vec, sca)
+        touches += int(vec.touched_wall.sum())
+        pos, vel, og, stance = vec.pos, vec.vel, vec.on_ground, vec.stance
+        if rng.random() < 0.03:
+            vel = vel + rng.uniform(-6.0, 6.0, vel.shape)
+    return touches
+
+
+@needs_scalar
+@pytest.mark.parametrize("map_name", ["corridors", "city"])
+@settings(max_examples=12, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, movement._SCALAR_MAX_N),
+    sprint=st.sampled_from([1.0, 1.3]),
+    air_cap=st.booleans(),
+)
+def test_scalar_path_matches_vectorised(
+    map_name: str, seed: int, n: int, sprint: float, air_cap: bool, city_geometry: MapGeometry, corridors_geometry: MapGeometry
+) -> None:
+    """Random states and commands on the real maps, 100 commands: the scalar path (small batches)
+    and the vectorised one give the same bits, whatever the inputs."""
+    geometry = city_geometry if map_name == "city" else corridors_geometry
+    cfg = MovementConfig(sprint_factor=sprint, air_speed_cap=air_cap)
+    run_both_paths(geometry, np.random.default_rng(seed), n, 100, cfg)
+
+
+@needs_scalar
+@pytest.mark.parametrize("map_name", ["corridors", "city"])
+def test_scalar_path_matches_vectorised_along_walls(map_name: str, city_geometry: MapGeometry, corridors_geometry: MapGeometry) -> None:
+    """Fixed seeds that do slide along walls and into corners a lot (the property test above
+    is not vacuous there)."""
+    geometry = city_geometry if map_name == "city" else corridors_geometry
+    touches = sum(run_both_paths(geometry, np.random.default_rng(seed), n, 150, CFG) for seed, n in ((1, 1), (2, 4), (3, 16)))
+    assert touches > 100
+
+
+class BlockingGeometry:
+    """Sweeps like the wrapped geometry but reports every slide end as inside a wall."""
+
+    def __init__(self, inner: MapGeometry) -> None:
+        self.inner = inner
+
+    def sweep(self, p0: np.ndarray, p1: np.ndarray) -> object:
+        return self.inner.sweep(p0, p1)
+
+    def circle_blocked(self, p: np.ndarray) -> np.ndarray:
+        return np.ones(len(p), dtype=bool)
+
+
+@needs_scalar
+def test_scalar_path_matches_vectorised_when_slide_ends_in_wall(wall_geometry: MapGeometry) -> None:
+    """The defensive 'ended inside a wall' branch: both paths keep the start and stop the player."""
+    geometry = BlockingGeometry(wall_geometry)
+    n = 3
+    pos = np.array([[4.58, 0.0, 0.0], [-20.0, 0.0, 0.0], [4.58, 1.0, 0.3]])
+    vel = np.array([[6.0, 1.0, 0.0], [6.0, 0.0, 0.0], [5.0, -2.0, 1.0]])
+    og = np.array([True, True, False])
+    cmd = MoveCommands(np.ones(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n, dtype=int), np.full(n, DT))
+    vec, sca = both_paths(pos, vel, og, np.zeros(n, dtype=np.int8), cmd, RIFLE_SPEED, geometry)
+    assert_identical(vec, sca)
+    assert vec.touched_wall.tolist() == [True, False, True]
+    assert np.array_equal(vec.pos[[0, 2], :2], pos[[0, 2], :2]) and not vec.vel[[0, 2], :2].any()
+
+
+def test_simulate_picks_the_path_by_batch_size(wall_geometry: MapGeometry, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object) -> MoveResult:
+        raise AssertionError("wrong path")
+
+    small, large = movement._SCALAR_MAX_N, movement._SCALAR_MAX_N + 1
+    for n, refused in ((1, "_simulate_vector"), (small, "_simulate_vector"), (large, "_simulate_scalar")):
+        with monkeypatch.context() as m:
+            m.setattr(movement, refused, refuse)
+            m.setattr(movement, "_SCALAR_EXACT", True)
+            cmd = MoveCommands(np.ones(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n, dtype=int), np.full(n, DT))
+            res = simulate(np.tile([-20.0, 0.0, 0.0], (n, 1)), np.zeros((n, 3)), np.ones(n, dtype=bool), np.zeros(n), cmd, RIFLE_SPEED, wall_geometry)
+            assert res.pos.shape == (n, 3)
+    with monkeypatch.context() as m:  # a platform whose primitives differ: always vectorised
+        m.setattr(movement, "_simulate_scalar", refuse)
+        m.setattr(movement, "_SCALAR_EXACT", False)
+        simulate(np.array([[-20.0, 0.0, 0.0]]), np.zeros((1, 3)), [True], [0], MoveCommands.single(1.0), RIFLE_SPEED, wall_geometry)
+
+
+@pytest.mark.parametrize(
+    ("pos", "vel", "og", "stance", "speed"),
+    [
+        (np.zeros((1, 2)), np.zeros((1, 3)), [True], [0], RIFLE_SPEED),
+        (np.zeros((2, 3)), np.zeros((2, 3)), [True], [0], RIFLE_SPEED),
+        (np.array([[0.0, np.inf, 0.0]]), np.zeros((1, 3)), [True], [0], RIFLE_SPEED),
+        (np.zeros((1, 3)), np.array([[0.0, 0.0, np.nan]]), [True], [0], RIFLE_SPEED),
+        (np.array([[np.inf, -np.inf, 0.0]]), np.zeros((1, 3)), [True], [0], RIFLE_SPEED),
+        (np.zeros((1, 3)), np.zeros((1, 3)), [True, False], [0], RIFLE_SPEED),
+        (np.zeros((1, 3)), np.zeros((1, 3)), [True], [0, 1], RIFLE_SPEED),
+        (np.zeros((1, 3)), np.zeros((1, 3)), [True], [0], -1.0),
+        (np.zeros((1, 3)), np.zeros((1, 3)), [True], [0], np.nan),
+        (np.zeros((1, 3)), np.zeros((1, 3)), [True], [0], np.array([np.inf])),
+        (np.zeros((1, 3)), np.zeros((1, 3)), [True], [0], np.array([1.0, 2.0])),
+    ],
+)
+def test_both_paths_refuse_bad_state_alike(pos: np.ndarray, vel: np.ndarray, og: list[bool], stance: list[int], speed: object) -> None:
+    errors = []
+    for check in (movement._checked_state, movement._scalar_state):
+        with pytest.raises(ValueError) as info:
+            check(pos, vel, og, stance, speed, 1)  # type: ignore[arg-type]
+        errors.append(str(info.value))
+    assert errors[0] == errors[1]
+
+
+def test_huge_finite_state_is_accepted_by_both_paths() -> None:
+    """The scalar check's shortcut (a finite sum) overflows here; finite values still pass."""
+    pos, vel = np.array([[1e308, 1e308, 0.0]]), np.array([[1e308, 1e308, 1e308]])
+    for check in (movement._checked_state, movement._scalar_state):
+        check(pos, vel, [True], [0], RIFLE_SPEED, 1)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        (1.0, 0.0, 30.0, 0, DT, 0.0),
+        (0, -1, 720, int(Buttons.JUMP | Buttons.CROUCH), 1, -89),
+        (np.float64(0.25), 2.5, -10.0, Buttons.WALK, 0.1, 5.0),
+        (True, False, 0.0, True, 1e-9, 0.0),
+        (1e308, 1e308, 0.0, 255, DT, 0.0),
+        (np.float32(0.5), np.int64(1), 3.0, np.int64(2), DT, 0.0),
+    ],
+)
+def test_single_equals_full_constructor(args: tuple) -> None:
+    fwd, side, yaw, buttons, dt, pitch = args
+    fast = MoveCommands.single(fwd, side, yaw, buttons, dt, pitch)
+    full = MoveCommands(np.array([fwd]), np.array([side]), np.array([yaw]), np.array([pitch]), np.array([int(buttons)]), np.array([dt]))
+    for name in ("forward_move", "side_move", "yaw_deg", "pitch_deg", "buttons", "dt_s"):
+        a, b = getattr(fast, name), getattr(full, name)
+        assert a.dtype == b.dtype and a.shape == b.shape == (1,) and a.tobytes() == b.tobytes(), name
+    assert len(fast) == 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"dt_s": -DT}, "dt_s must be positive"),
+        ({"dt_s": 0}, "dt_s must be positive"),
+        ({"buttons": -1}, "unknown bits"),
+        ({"buttons": 256}, "unknown bits"),
+        ({"side": np.nan}, "side_move contains NaN"),
+        ({"pitch_deg": np.inf}, "pitch_deg contains NaN"),
+        ({"forward": 1e308, "side": 1e308, "yaw_deg": np.inf}, "yaw_deg contains NaN"),
+    ],
+)
+def test_single_refuses_like_the_full_constructor(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        MoveCommands.single(**kwargs)
+
+
+def test_batched_command_validation() -> None:
+    """The constructor's checks on batches small and large (tolist / numpy branches)."""
+    for n in (3, 40):
+        ok = {"forward_move": np.zeros(n), "side_move": np.zeros(n), "yaw_deg": np.zeros(n), "pitch_deg": np.zeros(n),
+              "buttons": np.full(n, 255), "dt_s": np.full(n, DT)}
+        assert len(MoveCommands(**ok)) == n
+        for field, bad, message in (
+            ("dt_s", np.r_[np.full(n - 1, DT), 0.0], "positive"),
+            ("buttons", np.r_[np.zeros(n - 1, dtype=int), -3], "unknown bits"),
+            ("buttons", np.r_[np.zeros(n - 1, dtype=int), 1 << 9], "unknown bits"),
+            ("buttons", np.zeros(n), "integers"),
+            ("yaw_deg", np.r_[np.zeros(n - 1), np.nan], "NaN"),
+            ("side_move", np.zeros(n + 1), "shape"),
+        ):
+            with pytest.raises(ValueError, match=message):
+                MoveCommands(**{**ok, field: bad})
