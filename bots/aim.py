@@ -73,7 +73,8 @@ def _wrap(angle: float) -> float:
 
 
 def _clip(x: float, lo: float, hi: float) -> float:
-    return lo if x < lo else hi if x > hi else x
+    # Conditional expressions, not min/max calls: this runs many times per bot per tick.
+    return lo if x < lo else hi if x > hi else x  # noqa: FURB136
 
 
 def fitts_time_s(distance_deg: float, width_deg: float, a_s: float, b_s_per_bit: float) -> float:
@@ -146,7 +147,9 @@ class Tremor:
     wander slowly (Ornstein-Uhlenbeck modulation, clipped so the amplitude stays within
     [0.3, 1.7] x ``tremor_amp_deg``); pitch shakes at 0.8 x the yaw amplitude. The drift is an
     Ornstein-Uhlenbeck process per axis (sd ``drift_sd_deg``, time constant ``drift_tau_s``),
-    clipped at 3 sd. So |offset| <= 1.7 amplitude + 3 drift sd per axis, always.
+    clipped at 3 sd. A broadband motor/sensor noise (sd ``motor_noise_deg``, independent per tick,
+    clipped at 3 sd) rides on top. So |offset| <= 1.7 amplitude + 3 drift sd + 3 noise sd per
+    axis, always.
     """
 
     MOD_TAU_S = 0.3
@@ -167,12 +170,12 @@ class Tremor:
 
     def step(self, dt_s: float, rng: np.random.Generator) -> tuple[float, float]:
         """Advance by ``dt_s`` seconds; returns the (yaw, pitch) offset in degrees. Draws exactly
-        5 normals per call (plus 2 uniforms on the first call)."""
+        7 normals per call (plus 2 uniforms on the first call)."""
         sk = self.skill
         if not self._started:
             self._phase = [float(v) for v in rng.uniform(0.0, 2.0 * math.pi, 2)]
             self._started = True
-        noise = rng.standard_normal(5).tolist()
+        noise = rng.standard_normal(7).tolist()
         decay = math.exp(-dt_s / self.MOD_TAU_S)
         kick = math.sqrt(1.0 - decay * decay)
         self._mod = [m * decay + kick * z for m, z in zip(self._mod, noise[:3])]
@@ -185,8 +188,10 @@ class Tremor:
         d_kick = sk.drift_sd_deg * math.sqrt(1.0 - d_decay * d_decay)
         lim = 3.0 * sk.drift_sd_deg
         self._drift = [_clip(d * d_decay + d_kick * z, -lim, lim) for d, z in zip(self._drift, noise[3:])]
-        yaw = amp_y * math.sin(self._phase[0]) + self._drift[0]
-        pitch = self.PITCH_FACTOR * amp_p * math.sin(self._phase[1]) + self._drift[1]
+        jitter = sk.motor_noise_deg
+        yaw = amp_y * math.sin(self._phase[0]) + self._drift[0] + jitter * _clip(noise[5], -3.0, 3.0)
+        pitch = (self.PITCH_FACTOR * amp_p * math.sin(self._phase[1]) + self._drift[1]
+                 + self.PITCH_FACTOR * jitter * _clip(noise[6], -3.0, 3.0))
         return yaw, pitch
 
     @property
@@ -197,7 +202,8 @@ class Tremor:
     @property
     def bound_deg(self) -> float:
         """Largest possible offset (deg) on the yaw axis."""
-        return 1.7 * self.skill.tremor_amp_deg + 3.0 * self.skill.drift_sd_deg
+        sk = self.skill
+        return 1.7 * sk.tremor_amp_deg + 3.0 * sk.drift_sd_deg + 3.0 * sk.motor_noise_deg
 
 
 class RecoilCompensator:
@@ -283,7 +289,7 @@ def body_height_m(u: float, crouching: bool) -> tuple[float, float]:
     xz = _ANCHOR_XZ[1 if crouching else 0]
     uu = _clip(u, U_MIN, U_MAX)
     i = bisect.bisect_right(_ANCHOR_U, uu) - 1
-    i = 0 if i < 0 else len(_ANCHOR_U) - 2 if i > len(_ANCHOR_U) - 2 else i
+    i = max(0, min(i, len(_ANCHOR_U) - 2))
     w = (uu - _ANCHOR_U[i]) / (_ANCHOR_U[i + 1] - _ANCHOR_U[i])
     (x0, z0), (x1, z1) = xz[i], xz[i + 1]
     x = x0 + _clip(w, 0.0, 1.0) * (x1 - x0)
@@ -431,6 +437,7 @@ class AimController:
         self._lost_since: float | None = None
         self._buffer: deque[tuple[float, float, float, float]] = deque(maxlen=config.buffer_len)
         self._eye: tuple[float, float, float] = (0.0, 0.0, 0.0)
+        self._offset = (0.0, 0.0)  # last tremor + recoil pull added to the hand (deg)
         self._width = 0.0
         self.reaction_s = 0.0
         self.flick: SubMovement | None = None
@@ -439,9 +446,11 @@ class AimController:
     # -- state ------------------------------------------------------------------------------
 
     def reset(self, yaw_deg: float, pitch_deg: float) -> None:
-        """Put the hand at the given view (deg) and forget any engagement."""
-        self._base_yaw, self._base_pitch = float(yaw_deg), float(pitch_deg)
-        self._out_yaw, self._out_pitch = self._base_yaw, self._base_pitch
+        """Put the view at the given angles (deg) and forget any engagement. The shake and pull
+        riding on the hand carry on, so the next output continues from this view without a jump."""
+        self._base_yaw = float(yaw_deg) - self._offset[0]
+        self._base_pitch = float(pitch_deg) - self._offset[1]
+        self._out_yaw, self._out_pitch = float(yaw_deg), float(pitch_deg)
         self._moves.clear()
         self._buffer.clear()
         self.recoil.reset()
@@ -458,6 +467,14 @@ class AimController:
             s = m.fraction(t_s)
             y += m.dyaw_deg * s
             p += m.dpitch_deg * s
+        return y, p
+
+    def hand_end(self) -> tuple[float, float]:
+        """Where the hand will stop when the sub-movements in progress end (unwrapped yaw, pitch)."""
+        y, p = self._base_yaw, self._base_pitch
+        for m in self._moves:
+            y += m.dyaw_deg
+            p += m.dpitch_deg
         return y, p
 
     @property
@@ -487,6 +504,13 @@ class AimController:
     def _push(self, t_s: float, target: AimTarget) -> None:
         self._eye = target.eye_m
         self._buffer.append((t_s, *target.point_m))
+
+    def shift_target(self, delta_m: tuple[float, float, float]) -> None:
+        """The player changed *where* on the target it aims (by ``delta_m``, m): its memory of the
+        target moves with it, so the change is an ordinary aiming error to correct, not a
+        perceived jump of the target."""
+        dx, dy, dz = delta_m
+        self._buffer = deque(((t, x + dx, y + dy, z + dz) for t, x, y, z in self._buffer), maxlen=self._buffer.maxlen)
 
     def _point_at(self, t_s: float) -> tuple[float, float, float]:
         """The aim point (m) as it was at ``t_s``, from the buffer (linear interpolation; the
@@ -547,9 +571,12 @@ class AimController:
         min_s: float,
         rng: np.random.Generator,
     ) -> SubMovement | None:
-        """A minimum-jerk movement from the current hand towards ``goal`` with Fitts' duration and
-        a scattered endpoint (fractions of the amplitude). Draws 2 normals."""
-        hy, hp = self._seen_hand(t_s)
+        """A minimum-jerk movement towards ``goal`` with Fitts' duration and a scattered endpoint
+        (fractions of the amplitude). It superimposes on movements still in progress, so it is
+        planned from where those will end (Flash & Henis 1991). Draws 2 normals."""
+        hy, hp = self.hand_end()
+        dy, dp = self.tremor.drift
+        hy, hp = hy + dy, hp + dp
         cosp = max(math.cos(math.radians(hp)), 0.05)
         dx = _wrap(goal[0] - hy) * cosp
         dy = goal[1] - hp
@@ -663,6 +690,7 @@ class AimController:
         hy, hp = self.hand(t)
         ty, tp = self.tremor.step(dt_s, rng)
         ry, rp = self.recoil.step(dt_s, punch[0], punch[1])
+        self._offset = (ty + ry, tp + rp)
         # Whole mouse counts: the view moves by integer multiples of one count.
         q = sk.mouse_count_deg
         self._out_yaw += round((hy + ty + ry - self._out_yaw) / q) * q
@@ -862,7 +890,7 @@ class TriggerControl:
         if not spec.automatic:
             # Semi-automatic: a "burst" is a run of clicks; fewer at range, where players re-aim.
             n = max(1, (n + 1) // 2)
-        return max(1, int(round(n * self.skill.burst_scale)))
+        return max(1, round(n * self.skill.burst_scale))
 
     def _shot(self, now_s: float, spec: WeaponSpec, rng: np.random.Generator) -> None:
         cfg = self.config

@@ -33,6 +33,7 @@ from bots.aim import (
     TriggerControl,
     aim_point_world,
     angular_size_deg,
+    body_height_m,
     direction_angles,
     sample_aim_point,
 )
@@ -42,7 +43,6 @@ from bots.skill import Skill
 from physics.buttons import Buttons
 from world.constants import CROUCHING_EYE_M, STANDING_EYE_M
 from world.geometry import MapGeometry
-from world.state import wrap_deg
 from world.weapons import WeaponSpec, weapon
 
 log = logging.getLogger(__name__)
@@ -64,6 +64,8 @@ class HonestConfig:
             visible when any of them is.
         los_period_s: line of sight to an entity is re-checked this often (s).
         aim_redraw_prob: at each new burst the aim point is redrawn with this probability.
+        aim_visible_period_s: how often (s) the aim point is checked for being visible (raised
+            above cover when it is not).
         waypoint_reached_m: a waypoint counts as reached within this distance (m).
         stuck_window_s, stuck_progress_m: replan when the player moved less than this (m) in that
             window (s) while following a path.
@@ -85,6 +87,8 @@ class HonestConfig:
             magazine holds less than this fraction.
         reload_press_gap_s: shortest time (s) between two RELOAD presses.
         switch_per_min: rate of an idle weapon switch (per minute, out of combat).
+        switch_gap_s: shortest time (s) between two switch requests.
+        cover_search_gap_s: shortest time (s) between two searches for cover that found none.
         repath_s: a roaming path is abandoned for a new destination after this long (s).
         max_dt_s: a think interval longer than this (s) is clipped (pause, hitch).
     """
@@ -96,6 +100,7 @@ class HonestConfig:
     los_points_u: tuple[float, ...] = (0.5, 1.0)
     los_period_s: float = 0.1
     aim_redraw_prob: float = 0.3
+    aim_visible_period_s: float = 0.25
     waypoint_reached_m: float = 0.8
     stuck_window_s: float = 2.0
     stuck_progress_m: float = 0.5
@@ -116,8 +121,18 @@ class HonestConfig:
     reload_fraction: float = 0.5
     reload_press_gap_s: float = 0.5
     switch_per_min: float = 0.3
+    switch_gap_s: float = 2.0
+    cover_search_gap_s: float = 1.0
     repath_s: float = 30.0
     max_dt_s: float = 0.1
+
+
+_CHEST_M = (body_height_m(0.5, False)[1], body_height_m(0.5, True)[1])
+"""Height (m) of the upper-torso centre above the feet, standing and crouching."""
+
+
+def _wrap(angle: float) -> float:
+    return (angle + 180.0) % 360.0 - 180.0
 
 
 def eye_position(pos: tuple[float, float, float] | np.ndarray, crouching: bool) -> tuple[float, float, float]:
@@ -129,7 +144,7 @@ def keys_toward(bearing_deg: float, view_yaw_deg: float, threshold: float = 0.38
     """Digital (forward, side) keys that move along ``bearing_deg`` while looking at
     ``view_yaw_deg`` (deg): each of W/S and A/D is pressed (+/-1) or not (0). Side is positive to
     the right, as in ``physics.movement``."""
-    rel = math.radians(float(wrap_deg(bearing_deg - view_yaw_deg)))
+    rel = math.radians(_wrap(bearing_deg - view_yaw_deg))
     f, s = math.cos(rel), -math.sin(rel)
     return (float(np.sign(f)) if abs(f) > threshold else 0.0, float(np.sign(s)) if abs(s) > threshold else 0.0)
 
@@ -161,7 +176,7 @@ class TargetSelector:
         self.geometry = geometry
         self.current: int | None = None
         self._noticed: dict[int, float] = {}
-        self._last_health = math.inf
+        self._last_health: float | None = None
         self._hurt_at = -math.inf
         self.last_seen_pos: tuple[float, float, float] | None = None
         self.last_seen_s = -math.inf
@@ -172,7 +187,7 @@ class TargetSelector:
         self.current = None
         self._los.clear()
         self._noticed.clear()
-        self._last_health = math.inf
+        self._last_health = None
         self._hurt_at = -math.inf
         self.last_seen_pos = None
         self.last_seen_s = -math.inf
@@ -187,6 +202,8 @@ class TargetSelector:
         now = p.now_s
         stale = [e for e in ents if now - self._los.get(e.slot, (-math.inf, False))[0] >= self.config.los_period_s]
         if stale:
+            # Refresh everyone at once: one batched query instead of one per entity.
+            stale = ents
             eye = eye_position(p.pos, p.crouching)
             us = self.config.los_points_u
             pts = [aim_point_world(e.pos, e.yaw_deg, e.crouching, AimPoint(u, 0.0), eye) for e in stale for u in us]
@@ -203,17 +220,18 @@ class TargetSelector:
         """The target this tick, or None. Keeps the current target while it stays visible."""
         cfg = self.config
         now = p.now_s
-        if p.health < self._last_health:
+        if self._last_health is not None and p.health < self._last_health:
             self._hurt_at = now
         self._last_health = p.health
         eye = eye_position(p.pos, p.crouching)
         seen = self.candidates(p)
         sightings: dict[int, Sighting] = {}
         for e in seen:
-            chest = aim_point_world(e.pos, e.yaw_deg, e.crouching, AimPoint(0.5, 0.0), eye)
+            # The chest line straight above the feet: bearings need no more precision than that.
+            chest = (e.pos[0], e.pos[1], e.pos[2] + _CHEST_M[1 if e.crouching else 0])
             yaw, pitch, dist = direction_angles(eye, chest)
             sightings[e.slot] = Sighting(e, dist, yaw, pitch)
-            in_fov = (abs(float(wrap_deg(yaw - view_yaw_deg))) <= 0.5 * self.skill.fov_deg
+            in_fov = (abs(_wrap(yaw - view_yaw_deg)) <= 0.5 * self.skill.fov_deg
                       and abs(pitch - view_pitch_deg) <= 0.5 * cfg.vertical_fov_deg)
             heard = e.firing
             hurt = now - self._hurt_at <= cfg.damage_window_s and self._faces(e, p.pos)
@@ -229,7 +247,7 @@ class TargetSelector:
             if not options:
                 self.current = None
                 return None
-            chosen = min(options, key=lambda s: abs(float(wrap_deg(s.yaw_deg - view_yaw_deg))) + s.distance_m)
+            chosen = min(options, key=lambda s: abs(_wrap(s.yaw_deg - view_yaw_deg)) + s.distance_m)
             self.current = chosen.entity.slot
         self.last_seen_pos = chosen.entity.pos
         self.last_seen_s = now
@@ -237,7 +255,7 @@ class TargetSelector:
 
     def _faces(self, e: SeenEntity, own_pos: tuple[float, float, float]) -> bool:
         bearing = math.degrees(math.atan2(own_pos[1] - e.pos[1], own_pos[0] - e.pos[0]))
-        return abs(float(wrap_deg(bearing - e.yaw_deg))) <= self.config.shooter_facing_deg
+        return abs(_wrap(bearing - e.yaw_deg)) <= self.config.shooter_facing_deg
 
 
 # ------------------------------------------------------------------------------------ movement
@@ -294,8 +312,10 @@ class HonestMover:
         self._stop_to_shoot = False
         self._crouch_engagement: int | None = None
         self._crouch = False
+        self._crouched = False
         self._cover_until_s = -math.inf
         self._cover_done_health = math.inf
+        self._cover_searched_s = -math.inf
         self._look_pitch = 0.0
         self._wander_yaw: float | None = None
 
@@ -308,8 +328,10 @@ class HonestMover:
         self._strafe_until_s = -math.inf
         self._crouch_engagement = None
         self._crouch = False
+        self._crouched = False
         self._cover_until_s = -math.inf
         self._cover_done_health = math.inf
+        self._cover_searched_s = -math.inf
         self._wander_yaw = None
 
     # -- paths -------------------------------------------------------------------------------------
@@ -387,12 +409,13 @@ class HonestMover:
         if tgt is not None and self._crouch_engagement != tgt.entity.slot:
             self._crouch_engagement = tgt.entity.slot
             self._crouch = tgt.distance_m > cfg.crouch_range_m and float(rng.random()) < cfg.crouch_prob
+            self._crouched = False
         side = float(self._strafe)
         if side and self.nav is not None:
             yaw = math.radians(view_yaw)
             right = (math.sin(yaw), -math.cos(yaw))
             probe = (p.pos[0] + side * right[0], p.pos[1] + side * right[1])
-            if not self.nav.segment_clear(p.pos[:2], probe):
+            if not self.nav.free_at(probe):
                 self._strafe = -self._strafe
                 side = -side
         fwd = 0.0
@@ -401,12 +424,15 @@ class HonestMover:
                 fwd = 1.0
             elif tgt.distance_m < cfg.retreat_range_m:
                 fwd = -1.0
-        crouch = False
         settling = False
-        if fight.aim_ready and (self._crouch or self._stop_to_shoot):
-            crouch = self._crouch
+        if self._crouch and fight.aim_ready:
+            # Once down to shoot at range the player stays down for the rest of the engagement:
+            # bobbing up and down between bursts would press crouch right after shots, the
+            # pattern of the crouch-cancel exploit.
+            self._crouched = True
+        if self._crouched or (fight.aim_ready and self._stop_to_shoot):
             fwd, side, settling = self._counter_strafe(p, view_yaw)
-        return fwd, side, crouch, settling
+        return fwd, side, self._crouched, settling
 
     def _counter_strafe(self, p: Perception, view_yaw: float) -> tuple[float, float, bool]:
         """Keys that stop the body quickly (tap the key opposite to the motion, as players do
@@ -431,8 +457,10 @@ class HonestMover:
     def step(self, p: Perception, view_yaw: float, fight: FightInfo, rng: np.random.Generator) -> MoveOutput:
         """Keys for this tick."""
         cfg = self.config
-        if self.mode is not MoveMode.COVER and self._want_cover(p, fight):
+        if (self.mode is not MoveMode.COVER and self._want_cover(p, fight)
+                and p.now_s - self._cover_searched_s >= cfg.cover_search_gap_s):
             assert self.nav is not None and fight.threat_pos is not None
+            self._cover_searched_s = p.now_s
             spots = self.nav.cover_points_near(p.pos, fight.threat_pos)
             if spots:
                 self.mode = MoveMode.COVER
@@ -459,6 +487,7 @@ class HonestMover:
             self.mode = MoveMode.ROAM
             self.path = []
             self._crouch_engagement = None
+            self._crouched = False
         fwd, side, look = self._follow(p, view_yaw, rng)
         if fight.threat_pos is not None:
             look = self._look_at(p, fight.threat_pos)
@@ -510,9 +539,12 @@ class HonestBrain:
         self._aim_point: AimPoint | None = None
         self._aim_slot: int | None = None
         self._aim_checked_s = -math.inf
+        self._redraw_aim = False
         self._last_target_s = -math.inf
         self._last_reload_press_s = -math.inf
+        self._last_switch_s = -math.inf
         self._last_aim: AimOutput | None = None
+        self._weapon = 0
         self.last_fire_s = -math.inf
 
     def _respawn(self, p: Perception) -> None:
@@ -523,6 +555,7 @@ class HonestBrain:
         self._view = (p.yaw_deg, p.pitch_deg)
         self._aim_point = None
         self._aim_slot = None
+        self._redraw_aim = False
         self._last_aim = None
         self._last_target_s = p.now_s
 
@@ -544,6 +577,11 @@ class HonestBrain:
             spec: WeaponSpec | None = weapon(p.weapon)
         except KeyError:
             spec = None
+        if p.weapon != self._weapon:
+            # A new weapon has its own recoil: the pull of the old spray is gone.
+            self._weapon = p.weapon
+            self.aim.recoil.reset()
+            self.trigger.reset()
 
         sighting = self.targeting.select(p, self._view[0], self._view[1])
         aim_target = self._aim_target(p, sighting, rng) if sighting is not None else None
@@ -571,7 +609,8 @@ class HonestBrain:
             if self.trigger.spray_started:
                 self.aim.recoil.new_spray(rng)
                 if float(rng.random()) < cfg.aim_redraw_prob:
-                    self._aim_point = None
+                    # Next burst aims somewhere else on the body (taken up at the next tick).
+                    self._redraw_aim = True
         elif spec is not None:
             self.trigger.decide(now, spec, p.ammo, p.reloading, out, math.inf, rng)
         if fire:
@@ -585,7 +624,7 @@ class HonestBrain:
             if self._wants_reload(p, spec, now):
                 buttons |= Buttons.RELOAD
                 self._last_reload_press_s = now
-            switch = self._weapon_switch(p, spec, now, rng)
+            switch = self._weapon_switch(p, now, dt, rng)
         return Intent(
             forward=move.forward,
             side=move.side,
@@ -601,14 +640,19 @@ class HonestBrain:
         visible body part when the chosen one is behind cover)."""
         e = s.entity
         eye = eye_position(p.pos, p.crouching)
-        if self._aim_slot != e.slot or self._aim_point is None:
+        before = self._aim_point if self._aim_slot == e.slot else None
+        if self._aim_slot != e.slot or self._aim_point is None or self._redraw_aim:
             self._aim_slot = e.slot
             self._aim_point = sample_aim_point(rng, self.skill)
             self._aim_checked_s = -math.inf
-        if self.geometry is not None and p.now_s - self._aim_checked_s >= 0.25:
+            self._redraw_aim = False
+        if self.geometry is not None and p.now_s - self._aim_checked_s >= self.config.aim_visible_period_s:
             self._aim_checked_s = p.now_s
             self._aim_point = self._visible_point(eye, e, self._aim_point)
         point = aim_point_world(e.pos, e.yaw_deg, e.crouching, self._aim_point, eye)
+        if before is not None and before != self._aim_point:
+            old = aim_point_world(e.pos, e.yaw_deg, e.crouching, before, eye)
+            self.aim.shift_target((point[0] - old[0], point[1] - old[1], point[2] - old[2]))
         width = angular_size_deg(self.skill.target_width_m, s.distance_m)
         return AimTarget(slot=e.slot, point_m=point, eye_m=eye, width_deg=width)
 
@@ -633,17 +677,22 @@ class HonestBrain:
         idle = now - self._last_target_s >= cfg.reload_idle_s and now - self.last_fire_s >= cfg.reload_idle_s
         return idle and p.ammo < cfg.reload_fraction * spec.magazine
 
-    def _weapon_switch(self, p: Perception, spec: WeaponSpec, now: float, rng: np.random.Generator) -> int:
+    def _weapon_switch(self, p: Perception, now: float, dt: float, rng: np.random.Generator) -> int:
+        cfg = self.config
         others = [w for w in p.weapons_owned if w != p.weapon]
-        if not others:
+        if not others or now - self._last_switch_s < cfg.switch_gap_s:
             return 0
+        choice = 0
         if p.ammo <= 0 and p.reserve <= 0:
-            return int(others[int(rng.integers(len(others)))])
-        idle = now - self._last_target_s >= self.config.reload_idle_s
-        # Per-tick probability of a Poisson process with the configured rate per minute.
-        if idle and float(rng.random()) < self.config.switch_per_min / 60.0 * (1.0 / 64.0):
-            return int(others[int(rng.integers(len(others)))])
-        return 0
+            choice = int(others[int(rng.integers(len(others)))])
+        else:
+            idle = now - self._last_target_s >= cfg.reload_idle_s
+            # Probability of a Poisson event in this tick at the configured rate per minute.
+            if idle and float(rng.random()) < cfg.switch_per_min / 60.0 * dt:
+                choice = int(others[int(rng.integers(len(others)))])
+        if choice:
+            self._last_switch_s = now
+        return choice
 
 
 __all__ = [

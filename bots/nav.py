@@ -81,8 +81,8 @@ class NavGraph:
         xmin, ymin, xmax, ymax = geometry.game_map.bounds
         c = config.cell_m
         self._x0, self._y0 = xmin, ymin
-        self._nx = max(1, int(math.floor((xmax - xmin) / c)))
-        self._ny = max(1, int(math.floor((ymax - ymin) / c)))
+        self._nx = max(1, math.floor((xmax - xmin) / c))
+        self._ny = max(1, math.floor((ymax - ymin) / c))
         ix, iy = np.meshgrid(np.arange(self._nx), np.arange(self._ny), indexing="ij")
         centres = np.column_stack([xmin + (ix.ravel() + 0.5) * c, ymin + (iy.ravel() + 0.5) * c])
         free = ~geometry.circle_blocked(centres, geometry.player_radius + config.margin_m)
@@ -187,6 +187,16 @@ class NavGraph:
             out[rows] = ~shapely.dwithin(self._walls, lines, r)
         return out
 
+    def free_at(self, pos: tuple[float, float] | np.ndarray) -> bool:
+        """True when the grid cell containing ``pos`` (m) is a free node (O(1); a coarse test for
+        quick decisions such as which way to strafe, not a collision check)."""
+        c = self.config.cell_m
+        ix = math.floor((float(pos[0]) - self._x0) / c)
+        iy = math.floor((float(pos[1]) - self._y0) / c)
+        if not (0 <= ix < self._nx and 0 <= iy < self._ny):
+            return False
+        return bool(self._cell_node[ix * self._ny + iy] >= 0)
+
     def segment_clear(self, a: tuple[float, float] | np.ndarray, b: tuple[float, float] | np.ndarray) -> bool:
         """True when the player circle can move straight from ``a`` to ``b`` (m) without touching
         a wall."""
@@ -234,7 +244,7 @@ class NavGraph:
 
         def h(i: int) -> float:
             dx, dy = abs(xs[i] - gx), abs(ys[i] - gy)
-            return dx + dy + k * (dx if dx < dy else dy)
+            return dx + dy + k * (dx if dx < dy else dy)  # noqa: FURB136 - A* inner loop
 
         best: dict[int, float] = {start: 0.0}
         parent: dict[int, int] = {}

@@ -22,7 +22,12 @@ from bots.perception import Intent, Perception, SeenEntity
 from physics.buttons import Buttons
 from physics.movement import MoveCommands, simulate
 from physics.weapon_state import WeaponState, current_spread_deg, shot_directions
-from world.constants import STANCE_CROUCHING, STANCE_STANDING
+from world.constants import (
+    CROUCHING_EYE_M,
+    STANCE_CROUCHING,
+    STANCE_STANDING,
+    STANDING_EYE_M,
+)
 from world.geometry import MapGeometry
 from world.hitbox import BONE_IDS, Bone, ray_capsule, world_capsules
 from world.mapfile import GameMap, Spawn
@@ -125,6 +130,7 @@ class Duel:
         self.t_dir = 1.0 if r.random() < 0.5 else -1.0
         self.t_flip = self.t + float(r.uniform(0.3, 1.0))
         self.t_alive = True
+        self.t_vel = np.zeros(3)
         self.t_health = MAX_HEALTH
         self.t_seen_at = self.t
         self.t_first_shot = False
@@ -153,7 +159,7 @@ class Duel:
         ents: list[SeenEntity] = []
         if self.t_alive:
             ents.append(SeenEntity(
-                slot=1, pos=tuple(self.t_pos), vel=tuple(getattr(self, "t_vel", np.zeros(3))), yaw_deg=self.t_yaw,
+                slot=1, pos=tuple(self.t_pos), vel=tuple(self.t_vel), yaw_deg=self.t_yaw,
                 pitch_deg=0.0, crouching=self.t_crouch, alive=True, weapon=int(WeaponId.RIFLE),
                 health=int(self.t_health), rendered=True,
             ))
@@ -192,7 +198,7 @@ class Duel:
                                spec.pellets, spec.pellet_spread_deg, self.world_rng)
         if not self.t_alive:
             return
-        eye = self.pos[0] + np.array([0.0, 0.0, 1.05 if self.stance[0] == STANCE_CROUCHING else 1.64])
+        eye = self.pos[0] + np.array([0.0, 0.0, CROUCHING_EYE_M if self.stance[0] == STANCE_CROUCHING else STANDING_EYE_M])
         a, b, r = world_capsules(self.t_pos[None, :], np.array([self.t_yaw]), np.array([1 if self.t_crouch else 0]))
         t = ray_capsule(eye[None, None, :], dirs[:, None, :], a, b, r)  # (pellets, bones)
         best = np.argmin(t, axis=1)
@@ -249,3 +255,59 @@ class Duel:
             self.t += DT
             self.stats.ticks += 1
         return self.stats
+
+
+REFERENCE = DuelSetup(distance_m=(5.0, 20.0), strafe_prob=0.5, kinematic=True, respawn_gap_s=0.5)
+"""The calibration scenario of the honest presets (``bots/skill.py``): assault rifle, targets at
+5-20 m, half of them strafing at 4 m/s, 15 % crouching, 60 s per bot, cheap movement model."""
+
+
+@dataclass(frozen=True)
+class HitMix:
+    """Hit-location figures of a population (IW4MAdmin's ratios, REFERENCES section 3)."""
+
+    bots: int
+    shots: int
+    hits: int
+    kills: int
+    headshot_ratio: float
+    max_bone_ratio: float
+    max_bone: int
+    chest_ratio: float
+    limb_ratio: float
+    median_first_shot_s: float
+
+
+def hit_mix(level: str, bots: int, seed: int = 0, setup: DuelSetup = REFERENCE,
+            skill_changes: dict[str, float] | None = None) -> HitMix:
+    """Run ``bots`` honest bots of ``level`` (each with its own sampled skill and seed) through
+    ``setup`` and pool their hits. ``skill_changes`` overrides skill fields (calibration)."""
+    import dataclasses
+
+    from bots.skill import sample_skill
+
+    geo = empty_arena()
+    bones: Counter[int] = Counter()
+    shots = kills = 0
+    delays: list[float] = []
+    for i in range(bots):
+        rng = np.random.default_rng(seed + i)
+        skill = sample_skill(rng, level)
+        if skill_changes:
+            skill = dataclasses.replace(skill, **skill_changes)
+        stats = Duel(HonestBrain(skill, geometry=geo), setup, rng).run()
+        bones.update(stats.bones)
+        shots += stats.shots
+        kills += stats.kills
+        delays += stats.first_shot_delays
+    hits = sum(bones.values())
+    top, top_n = bones.most_common(1)[0] if bones else (0, 0)
+    limbs = sum(n for b, n in bones.items() if b not in (Bone.HEAD, Bone.NECK, Bone.UPPER_TORSO, Bone.LOWER_TORSO))
+    return HitMix(
+        bots=bots, shots=shots, hits=hits, kills=kills,
+        headshot_ratio=(bones[Bone.HEAD] + bones[Bone.NECK]) / max(1, hits),
+        max_bone_ratio=top_n / max(1, hits), max_bone=int(top),
+        chest_ratio=bones[Bone.UPPER_TORSO] / max(1, bones[Bone.LOWER_TORSO]),
+        limb_ratio=limbs / max(1, hits),
+        median_first_shot_s=float(np.median(delays)) if delays else float("nan"),
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 
 import numpy as np
@@ -16,8 +17,8 @@ from bots.aim import (
     AimTarget,
     RecoilCompensator,
     SubMovement,
-    TriggerControl,
     Tremor,
+    TriggerControl,
     aim_point_world,
     angular_size_deg,
     body_height_m,
@@ -37,8 +38,8 @@ EYE = (0.0, 0.0, 1.64)
 
 
 def quiet(skill: Skill, **changes: float) -> Skill:
-    """``skill`` without tremor, drift or mouse quantisation (for exact kinematics)."""
-    base = dict(tremor_amp_deg=0.0, drift_sd_deg=0.0, mouse_count_deg=1e-6)
+    """``skill`` without tremor, drift, motor noise or mouse quantisation (for exact kinematics)."""
+    base = {"tremor_amp_deg": 0.0, "drift_sd_deg": 0.0, "motor_noise_deg": 0.0, "mouse_count_deg": 1e-6}
     base.update(changes)
     return dataclasses.replace(skill, **base)
 
@@ -187,7 +188,7 @@ def test_flick_peak_speed_is_human() -> None:
 
 
 def test_tremor_amplitude_and_frequency() -> None:
-    sk = dataclasses.replace(preset("average"), drift_sd_deg=0.0)
+    sk = dataclasses.replace(preset("average"), drift_sd_deg=0.0, motor_noise_deg=0.0)
     tremor = Tremor(sk)
     rng = np.random.default_rng(4)
     xs = np.array([tremor.step(DT, rng) for _ in range(64 * 30)])
@@ -198,6 +199,19 @@ def test_tremor_amplitude_and_frequency() -> None:
     freqs = np.fft.rfftfreq(len(xs), DT)
     peak = freqs[np.argmax(spectrum[1:]) + 1]
     assert 8.0 <= peak <= 12.0
+
+
+def test_motor_noise_gives_frame_to_frame_jitter_in_the_human_band() -> None:
+    """The server-authoritative article's human range of frame-to-frame velocity change is
+    0.3-3 deg per 60 fps frame; a still hand of every preset lands in it (aimstats' definition:
+    the change of angular velocity between consecutive frames)."""
+    for level in ("low", "average", "high", "pro"):
+        tremor = Tremor(preset(level))
+        rng = np.random.default_rng(17)
+        xs = np.array([tremor.step(DT, rng) for _ in range(64 * 20)])
+        vel = np.diff(xs, axis=0) * (1.0 / 60.0) / DT  # deg per 60 fps frame
+        jitter = np.mean(np.hypot(*np.diff(vel, axis=0).T))
+        assert 0.3 <= jitter <= 3.0, level
 
 
 def test_tremor_with_drift_stays_within_its_bound() -> None:
@@ -356,6 +370,8 @@ def test_aim_point_world_offsets_sideways_across_the_line_of_sight() -> None:
     assert p[1] == pytest.approx(-0.2)  # to the shooter's right (looking along +x, right is -y)
     yaw, pitch, dist = direction_angles(eye, p)
     assert dist == pytest.approx(math.dist(eye, p))
+    assert yaw == pytest.approx(math.degrees(math.atan2(p[1], p[0])))
+    assert pitch < 0.0  # the upper torso of a standing body is below a standing eye
 
 
 def test_sample_skill_varies_per_bot_and_is_deterministic() -> None:
@@ -374,7 +390,7 @@ def test_sample_skill_varies_per_bot_and_is_deterministic() -> None:
 
 def test_presets_order_by_skill() -> None:
     order = [preset(level) for level in ("low", "average", "high", "pro")]
-    for worse, better in zip(order, order[1:]):
+    for worse, better in itertools.pairwise(order):
         assert better.reaction_median_s < worse.reaction_median_s
         assert better.fitts_b_s_per_bit < worse.fitts_b_s_per_bit
         assert better.amplitude_sd < worse.amplitude_sd
