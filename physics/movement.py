@@ -531,16 +531,7 @@ def _hypot(x: float, y: float) -> float:
         return _hypot_kernel(x * _HYPOT_SCALE, y * _HYPOT_SCALE) / _HYPOT_SCALE
     if y < _HYPOT_TINY:
         return _hypot_kernel(x / _HYPOT_SCALE, y / _HYPOT_SCALE) * _HYPOT_SCALE
-    h = sqrt(x * x + y * y)
-    if h <= 2.0 * y:
-        delta = h - y
-        t1 = x * (2.0 * delta - x)
-        t2 = (delta - 2.0 * (x - y)) * delta
-    else:
-        delta = h - x
-        t1 = 2.0 * delta * (x - 2.0 * y)
-        t2 = (4.0 * delta - y) * y + delta * delta
-    return h - (t1 + t2) / (2.0 * h)
+    return _hypot_kernel(x, y)
 
 
 def _scalar_matches_numpy() -> bool:
