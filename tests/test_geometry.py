@@ -449,3 +449,233 @@ def test_answers_do_not_depend_on_the_grid(builtin_geos: dict[str, MapGeometry],
     length = rng.uniform(1.0, 150.0, n)
     np.testing.assert_array_equal(ref.los_clear(o, o + d), other.los_clear(o, o + d))
     np.testing.assert_allclose(ref.first_wall_hit(o, d, length), other.first_wall_hit(o, d, length), rtol=0, atol=1e-9)
+
+
+# ------------------------------------------------------------------------ small batches
+#
+# Batches of a few rows take dedicated paths (rays one by one with Python floats, rays sampled
+# all at once on a finer grid, sweeps circle by circle). They must answer exactly like the
+# batched machinery that large batches take (more rows than any small path accepts).
+
+_LARGE = 300  # rows: past every small-batch path
+_SPLITS = (1, 2, 3, 4, 5, 16, 17, 32, 100)
+
+
+def _in_batches(fn, n: int, size: int, *arrays: np.ndarray) -> list[np.ndarray]:
+    """fn over consecutive batches of ``size`` rows of ``arrays``; outputs concatenated."""
+    outs = [fn(*(x[i : i + size] for x in arrays)) for i in range(0, n, size)]
+    if isinstance(outs[0], np.ndarray):
+        return [np.concatenate(outs)]
+    return [np.concatenate([getattr(o, f) for o in outs]) for f in ("end", "fraction", "hit", "normal")]
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype == bool or b.dtype == bool:
+        return a.shape == b.shape and bool(np.array_equal(a, b))
+    return a.shape == b.shape and bool(np.array_equal(a.view(np.uint64), b.view(np.uint64)))
+
+
+def _awkward_rays(geometry: MapGeometry, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Segments with the cases the kernels special-case: random and short ones, level ones at
+    exactly a wall height, vertical and zero-length ones, origins on or outside the bounds,
+    axis-aligned and 45 degree ones on a quarter-meter lattice (faces and grid lines exactly)."""
+    xmin, ymin, xmax, ymax = geometry.game_map.bounds
+    a = rng.uniform((xmin, ymin), (xmax, ymax), size=(n, 2))
+    b = rng.uniform((xmin, ymin), (xmax, ymax), size=(n, 2))
+    short = rng.uniform(size=n) < 0.3
+    b[short] = a[short] + rng.normal(size=(int(short.sum()), 2)) * 3.0
+    lattice = rng.uniform(size=n) < 0.3
+    a[lattice] = np.round(a[lattice] * 4.0) / 4.0
+    ang = rng.integers(0, 8, n) * (np.pi / 4.0)
+    step = np.round(rng.uniform(0.25, 30.0, n) * 4.0)[:, np.newaxis] / 4.0
+    b[lattice] = (a + step * np.column_stack([np.round(np.cos(ang), 12), np.round(np.sin(ang), 12)]))[lattice]
+    za = rng.uniform(-0.5, 5.0, n)
+    heights = np.array([0.0, LOW_COVER_HEIGHT_M, FULL_WALL_HEIGHT_M, CROUCHING_EYE_M, STANDING_EYE_M])
+    snap = rng.uniform(size=n) < 0.3
+    za[snap] = rng.choice(heights, int(snap.sum()))
+    zb = np.where(rng.uniform(size=n) < 0.4, za, rng.uniform(-0.5, 5.0, n))
+    vertical = rng.uniform(size=n) < 0.05
+    b[vertical] = a[vertical]
+    outside = rng.uniform(size=n) < 0.05
+    a[outside] = rng.choice([xmin - 1.0, xmin, xmax], int(outside.sum()))[:, np.newaxis] * np.array([1.0, 0.0]) + a[outside] * np.array([0.0, 1.0])
+    return np.column_stack([a, za]), np.column_stack([b, zb])
+
+
+@pytest.mark.parametrize("name", ["open", "corridors", "city", "arena"])
+def test_small_ray_batches_match_the_large_batch_path(builtin_geos: dict[str, MapGeometry], geo: MapGeometry, name: str) -> None:
+    geometry = geo if name == "arena" else builtin_geos[name]
+    rng = np.random.default_rng(31)
+    p0, p1 = _awkward_rays(geometry, _LARGE, rng)
+    clear = geometry.los_clear(p0, p1)
+    d = p1 - p0
+    d[np.all(d == 0.0, axis=1)] = (0.0, 0.0, -1.0)
+    limit = np.where(rng.uniform(size=_LARGE) < 0.2, np.inf, rng.uniform(0.0, 90.0, _LARGE))
+    dist = geometry.first_wall_hit(p0, d, limit)
+    dist_scalar = geometry.first_wall_hit(p0, d, 25.0)
+    assert 0.05 < clear.mean() < 0.95 and np.isfinite(dist).mean() > 0.3
+    for size in _SPLITS:
+        assert _same_bits(_in_batches(geometry.los_clear, _LARGE, size, p0, p1)[0], clear), size
+        assert _same_bits(_in_batches(geometry.first_wall_hit, _LARGE, size, p0, d, limit)[0], dist), size
+        got = np.concatenate([geometry.first_wall_hit(p0[i : i + size], d[i : i + size], 25.0) for i in range(0, _LARGE, size)])
+        assert _same_bits(got, dist_scalar), size
+    # Every zero distance is +0.0 on every path.
+    assert not np.signbit(dist[dist == 0.0]).any()
+
+
+@pytest.mark.parametrize("name", ["open", "corridors", "city", "arena"])
+@pytest.mark.parametrize("reach", [0.2, 3.0])
+def test_small_sweep_batches_match_the_large_batch_path(
+    builtin_geos: dict[str, MapGeometry], geo: MapGeometry, name: str, reach: float
+) -> None:
+    """Same end, fraction, hit and normal bit for bit, ties included: starts near walls (some
+    touching the bounds), moves along 45 degree and axis directions, zero moves."""
+    geometry = geo if name == "arena" else builtin_geos[name]
+    rng = np.random.default_rng(17)
+    p0 = random_free_points(geometry, _LARGE, rng, radius=R)
+    snap = rng.uniform(size=_LARGE) < 0.3
+    p0[snap] = np.round(p0[snap] * 4.0) / 4.0
+    p0 = p0[~geometry.circle_blocked(p0)]
+    n = len(p0)
+    ang = np.where(rng.uniform(size=n) < 0.3, rng.integers(0, 8, n) * (np.pi / 4.0), rng.uniform(0.0, 2.0 * np.pi, n))
+    step = rng.uniform(0.0, reach, n)[:, np.newaxis] * np.column_stack([np.cos(ang), np.sin(ang)])
+    step[rng.uniform(size=n) < 0.05] = 0.0
+    p1 = p0 + step
+    whole = _in_batches(geometry.sweep, n, n, p0, p1)
+    assert whole[2].any() and not whole[2].all()
+    for size in _SPLITS:
+        for got, want in zip(_in_batches(geometry.sweep, n, size, p0, p1), whole):
+            assert _same_bits(got, want), size
+
+
+@pytest.mark.parametrize("name", ["open", "corridors", "city"])
+def test_rays_through_grid_corners_agree_with_shapely(builtin_geos: dict[str, MapGeometry], name: str) -> None:
+    """45 degree rays through exact corners of the broadphase grid (4 m). Rounding can put both
+    crossings of a corner on the wrong side and skip the diagonal cell; the walk adds the
+    neighbouring cell for crossings at a corner, the sampled paths do not depend on crossings."""
+    geometry = builtin_geos[name]
+    rng = np.random.default_rng(8)
+    n = 1500
+    width = geometry.game_map.bounds[2]
+    corner = rng.integers(1, int(width / 4.0) - 1, size=(n, 2)) * 4.0
+    sign = rng.choice([-1.0, 1.0], size=(n, 2))
+    a = corner - rng.choice([0.5, 1.0, 1.5, 2.5], n)[:, np.newaxis] * sign
+    b = a + (rng.uniform(2.0, 30.0, n) / math.sqrt(2.0))[:, np.newaxis] * sign
+    keep = ((b > 0.5) & (b < width - 0.5)).all(axis=1)
+    a, b = a[keep], b[keep]
+    z = rng.uniform(0.2, 1.0, len(a))
+    p0, p1 = np.column_stack([a, z]), np.column_stack([b, z])
+    # Leave out segments that graze a footprint (a vertex on the line), where the rounding of the
+    # footprint's own coordinates decides and shapely's intersects and distance can disagree.
+    walls = shapely.union_all([shapely.Polygon(w.polygon) for w in geometry.game_map.walls])
+    lines = shapely.linestrings(np.stack([a, b], axis=1))
+    clean = shapely.intersects(walls, lines) == (shapely.distance(walls, lines) < 1e-9)
+    p0, p1 = p0[clean], p1[clean]
+    ref = reference_los(geometry.game_map, p0, p1)
+    assert ref.sum() > 10 and (~ref).sum() > 10
+    np.testing.assert_array_equal(geometry.los_clear(p0, p1), ref)  # the stretch walk
+    for size in (1, 64):
+        np.testing.assert_array_equal(_in_batches(geometry.los_clear, len(p0), size, p0, p1)[0], ref)
+
+
+@pytest.mark.parametrize("name", ["corridors", "city"])
+def test_sweeps_through_grid_corners_never_tunnel(builtin_geos: dict[str, MapGeometry], name: str) -> None:
+    """45 degree sweeps from a quarter-meter lattice through exact grid corners, one by one and
+    batched: never into a wall (a skipped cell would hide its edges)."""
+    geometry = builtin_geos[name]
+    walls = _wall_union(geometry)
+    rng = np.random.default_rng(4)
+    n = 1200
+    width = geometry.game_map.bounds[2]
+    corner = rng.integers(1, int(width / 4.0) - 1, size=(n, 2)) * 4.0
+    sign = rng.choice([-1.0, 1.0], size=(n, 2))
+    p0 = corner - rng.choice([0.25, 0.5, 1.0, 1.5], n)[:, np.newaxis] * sign
+    p0 = p0[~geometry.circle_blocked(p0)]
+    p1 = p0 + rng.uniform(0.5, 6.0, len(p0))[:, np.newaxis] * sign[: len(p0)]
+    _check_sweeps(geometry, walls, p0, p1)
+    for i in range(0, len(p0), 7):
+        _check_sweeps(geometry, walls, p0[i : i + 1], p1[i : i + 1])
+
+
+def test_first_wall_hit_from_a_face_is_plus_zero(geo: MapGeometry) -> None:
+    # On the face x = 12 of the full box, moving into it; on its corner; on the low cover's top.
+    o = pts((12.0, 15.0, 1.0), (12.0, 20.0, 1.0), (20.5, 15.0, LOW_COVER_HEIGHT_M), (10.0, 10.0, 3.0))
+    d = pts((-1.0, 0.0, 0.0), (-1.0, -1.0, 0.0), (1.0, 0.0, 0.0), (1.0, 1.0, 0.0))
+    for size in (1, 2, 4):
+        got = np.concatenate([geo.first_wall_hit(o[i : i + size], d[i : i + size], 10.0) for i in range(0, 4, size)])
+        np.testing.assert_array_equal(got, np.zeros(4))
+        assert not np.signbit(got).any()
+    big = geo.first_wall_hit(np.repeat(o, 100, axis=0), np.repeat(d, 100, axis=0), 10.0)
+    assert (big == 0.0).all() and not np.signbit(big).any()
+
+
+def test_single_point_inputs_of_any_form(geo: MapGeometry) -> None:
+    """(d,), (1, d), lists, other dtypes: the single-row fast paths answer like the general
+    path, and bad single rows raise the same errors."""
+    p0, p1 = [5.0, 15.0, 1.0], [15.0, 15.0, 1.0]
+    for a, b in ((p0, p1), (np.array(p0), np.array(p1)), (np.array([p0]), np.array([p1])),
+                 (np.array([p0], dtype=np.float32), np.array([p1], dtype=np.float32)), ([[5, 15, 1]], [[15, 15, 1]])):
+        assert geo.los_clear(a, b).tolist() == [False]
+        assert geo.first_wall_hit(a, np.asarray(b, dtype=float) - np.asarray(a, dtype=float), 100.0).tolist() == [5.0]
+    o, d = np.array([[5.0, 15.0, 1.0]]), np.array([[1.0, 0.0, 0.0]])
+    for limit in (100.0, 100, np.float64(100.0), np.array(100.0), np.array([100.0]), [100.0], math.inf):
+        assert geo.first_wall_hit(o, d, limit).tolist() == [5.0]
+    for limit in (4.0, np.array([4.0]), np.array([4.0], dtype=np.float32)):
+        assert geo.first_wall_hit(o, d, limit).tolist() == [math.inf]
+    with pytest.raises(ValueError, match="max_dist"):
+        geo.first_wall_hit(o, d, np.array([math.nan]))
+    for p in ([11.0, 15.0], np.array([11.0, 15.0]), np.array([[11.0, 15.0, 3.0]]), [[15.0, 15.0, 0.0]]):
+        assert geo.point_in_wall(p).tolist() == geo.point_in_wall(np.array(p, dtype=float).reshape(1, -1)).tolist()
+    assert geo.circle_blocked([10 - R + 0.01, 15.0]).tolist() == [True]
+    assert geo.circle_blocked(np.array([10 - R - 0.01, 15.0])).tolist() == [False]
+    res = geo.sweep([5.0, 15.0], [15.0, 15.0])
+    assert res.end.shape == (1, 2) and res.hit.tolist() == [True]
+    with pytest.raises(ValueError, match="p0 contains NaN or inf"):
+        geo.los_clear(np.array([math.nan, 1.0, 1.0]), np.array([1.0, 1.0, 1.0]))
+    with pytest.raises(ValueError, match="zero length"):
+        geo.first_wall_hit(np.array([5.0, 5.0, 1.0]), np.zeros(3), 1.0)
+    with pytest.raises(ValueError, match="max_dist"):
+        geo.first_wall_hit(np.array([5.0, 5.0, 1.0]), np.ones(3), -1.0)
+    with pytest.raises(ValueError, match="p1 contains NaN or inf"):
+        geo.sweep(np.array([5.0, 5.0]), np.array([math.inf, 5.0]))
+
+
+@pytest.mark.parametrize("knob", ["no_padded_tables", "tiny_gather"])
+def test_small_ray_batches_fall_back_cleanly(monkeypatch: pytest.MonkeyPatch, builtin_geos: dict[str, MapGeometry], knob: str) -> None:
+    """Without the padded tables (a cell with too many pieces) or with a tiny gather limit the
+    batched sampling kernel hands over to the stretch walk; the answers do not change."""
+    import world.geometry as geometry_module
+
+    ref = builtin_geos["city"]
+    if knob == "no_padded_tables":
+        monkeypatch.setattr(geometry_module, "_SMALL_MAX_SLOTS", 1)
+    else:
+        monkeypatch.setattr(geometry_module, "_SMALL_MAX_GATHER", 64)
+    other = MapGeometry(ref.game_map)
+    rng = np.random.default_rng(12)
+    p0, p1 = _awkward_rays(ref, _LARGE, rng)
+    d = p1 - p0
+    d[np.all(d == 0.0, axis=1)] = (0.0, 0.0, 1.0)
+    for size in (3, 40):
+        for fn_ref, fn, args in ((ref.los_clear, other.los_clear, (p0, p1)), (ref.first_wall_hit, other.first_wall_hit, (p0, d, 60.0))):
+            got = np.concatenate([fn(*(x[i : i + size] if isinstance(x, np.ndarray) else x for x in args)) for i in range(0, _LARGE, size)])
+            assert _same_bits(got, fn_ref(*args))
+
+
+@pytest.mark.parametrize("cell", [1.0, 2.5, 9.0, 40.0])
+def test_small_batch_answers_do_not_depend_on_the_grid(builtin_geos: dict[str, MapGeometry], cell: float) -> None:
+    ref = builtin_geos["city"]
+    other = MapGeometry(ref.game_map, cell_size_m=cell)
+    rng = np.random.default_rng(23)
+    p0, p1 = _awkward_rays(ref, 200, rng)
+    d = p1 - p0
+    d[np.all(d == 0.0, axis=1)] = (0.0, 0.0, 1.0)
+    for size in (1, 8, 40):
+        for name, args in (("los_clear", (p0, p1)), ("first_wall_hit", (p0, d, 80.0))):
+            got = [getattr(g, name)(*(x[i : i + size] if isinstance(x, np.ndarray) else x for x in args)) for g in (ref, other) for i in range(0, 200, size)]
+            half = len(got) // 2
+            assert _same_bits(np.concatenate(got[:half]), np.concatenate(got[half:])), (name, size)
+    start = random_free_points(ref, 200, rng, radius=R)
+    stop = start + rng.normal(size=(200, 2)) * 0.3
+    for a, b in zip(_in_batches(ref.sweep, 200, 1, start, stop), _in_batches(other.sweep, 200, 1, start, stop)):
+        assert _same_bits(a, b)

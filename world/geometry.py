@@ -26,10 +26,31 @@ shapely unions of the footprints (one per distinct wall height).
 
 Movement (:meth:`MapGeometry.sweep`) works on the original footprint edges grown by the player
 radius (the Minkowski sum: offset edges plus a circle per vertex).
+
+Small batches. The server and the bots make most queries a few rows at a time, many times per
+tick, where a numpy call's fixed cost (about a microsecond) dominates and the batched machinery
+above costs hundreds of them. Small batches take dedicated paths with the same per-pair float
+operations, hence the same answers (first_wall_hit reports every zero distance as +0.0, where
+the batched kernels' sign of a zero depended on the order pieces were met in):
+
+* rays: a second, finer grid lists in each cell every piece within half a cell of it, so
+  sampling a ray once per cell length meets every piece it touches. Up to _SCALAR_RAY_ROWS rays
+  are walked one by one with Python floats, testing each piece once and stopping at the first
+  wall; up to _SMALL_ROWS rays are sampled all at once and tested as padded (ray, piece) tables;
+* sweeps of up to _SCALAR_SWEEP_ROWS circles run circle by circle with Python floats over the
+  same cells and edges, in the same order, as the batched kernel (so ties pick the same normal);
+* single points skip the array plumbing around the shapely predicates.
 """
+
+# The scalar (small-batch) paths write min / max as conditional expressions on purpose: they are
+# several times cheaper than the builtins, and "a if a < b else b" keeps np.minimum's choice on
+# ties (the second operand), which fixes the sign of a zero result the same way.
+# ruff: noqa: FURB136, PLR1730
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import logging
 import math
 from dataclasses import dataclass
@@ -51,6 +72,10 @@ DEFAULT_CELL_SIZE_M: Final = 4.0
 """Broadphase grid cell size (m). About the size of a building wall segment: smaller cells cost
 more cell visits per ray, larger ones more edge tests per cell (measured on the city map)."""
 
+_CORNER_EPS: Final = 1e-9
+"""A grid-line crossing this close (cell units) to a grid line of the other axis is treated as
+passing through the grid corner (see :func:`_cells_along`); far above coordinate rounding."""
+
 _LOS_PAD_M: Final = 1e-6
 """Pieces are registered in every cell within this distance (m), so float rounding in the ray's
 cell walk can never skip a piece lying exactly on a cell border."""
@@ -71,6 +96,39 @@ infinite max distance would otherwise let a _HUGE-scaled slab bound pass for a r
 
 _MAX_CELLS: Final = 250_000
 """Upper bound on grid cells (memory and build time); the cell size grows for huge maps."""
+
+_SCALAR_RAY_ROWS: Final = 16
+"""Batches of at most this many rays run ray by ray with Python floats (see
+:meth:`MapGeometry._first_entry_one`): a numpy call costs about a microsecond whatever its size,
+a Python float operation some tens of nanoseconds, and a ray meets few pieces and stops at the
+first wall (measured: this beats the batched sampling kernel up to 16 to 32 rays)."""
+
+_SMALL_ROWS: Final = 128
+"""Batches of up to this many rays take the batched sampling kernel
+(:meth:`MapGeometry._first_entry_small`) instead of the stretch walk, whose few hundred numpy
+calls per stretch dominate below a few hundred rays (measured: 2 to 5 times faster at 32 to
+128 rays on the built-in maps)."""
+
+_SMALL_CELL_M: Final = 2.0
+"""Cell size (m) of the sampling grid of the small-batch ray paths (at most the broadphase cell)."""
+
+_SMALL_MAX_GATHER: Final = 1 << 17
+"""A batch whose padded candidate table (rays x samples x slots) would be larger than this takes
+the stretch walk instead (long rays on a dense map)."""
+
+_SCALAR_SWEEP_ROWS: Final = 24
+"""Sweeps of at most this many circles run circle by circle with Python floats (see
+:meth:`MapGeometry._sweep_one`): a short move meets few edges (measured: this beats the batched
+kernel up to about 30 circles, moves of 0.2 to 10 m)."""
+
+_SKIP_CAP: Final = 64
+"""Largest clearance (fine cells) tracked for skipping empty stretches of a ray."""
+
+_SWEEP_BOX_PAD_M: Final = 1e-6
+"""Margin (m) of the per-edge boxes that let the scalar sweep skip edges far from the path."""
+
+_SMALL_MAX_SLOTS: Final = 64
+"""Per-cell padded tables are built only when no cell holds more items than this."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +212,26 @@ def _build_grid(bounds: tuple[float, float, float, float], cell: float, geoms: n
     )
 
 
+def _cell_table(grid: _Grid, keep: np.ndarray | None = None) -> np.ndarray | None:
+    """The grid's CSR as a padded (cells + 1, K) table of item ids, -1 in unused slots, items in
+    CSR order; the extra last row is an empty cell. ``keep`` (bool per item id) selects items.
+    None when a cell holds more than _SMALL_MAX_SLOTS items."""
+    n_cells = grid.nx * grid.ny
+    cell_of = np.repeat(np.arange(n_cells), np.diff(grid.start))
+    items = grid.items
+    if keep is not None:
+        mask = keep[items]
+        cell_of, items = cell_of[mask], items[mask]
+    counts = np.bincount(cell_of, minlength=n_cells)
+    slots = max(1, int(counts.max(initial=0)))
+    if slots > _SMALL_MAX_SLOTS:
+        return None
+    pos = np.arange(len(items)) - np.repeat(np.cumsum(counts) - counts, counts)
+    table = np.full((n_cells + 1, slots), -1, dtype=np.intp)
+    table[cell_of, pos] = items
+    return table
+
+
 def _ranges(first: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For rows with ``counts[i]`` consecutive integers starting at ``first[i]``: (row index,
     value) of every element, flattened. The vectorised form of nested range loops."""
@@ -169,7 +247,10 @@ def _cells_along(grid: _Grid, ax: np.ndarray, ay: np.ndarray, bx: np.ndarray, by
     cell id) pairs, each cell once per segment (unordered).
 
     A segment enters a new cell exactly where it crosses a grid line, so the cells are its start
-    cell plus, for every grid line crossed, the cell on the far side of that line.
+    cell plus, for every grid line crossed, the cell on the far side of that line. Through a grid
+    corner, rounding can put both crossings there on the wrong side of the other line and skip
+    the diagonal cell: a crossing within _CORNER_EPS (cell units) of the other axis's grid line
+    also adds the cell on the other side of it (after the axis's crossings).
     """
     gax = np.clip((ax - grid.x0) / grid.cell, 0.0, grid.nx)
     gay = np.clip((ay - grid.y0) / grid.cell, 0.0, grid.ny)
@@ -193,11 +274,19 @@ def _cells_along(grid: _Grid, ax: np.ndarray, ay: np.ndarray, bx: np.ndarray, by
         # Moving up the axis a crossing of line k enters cell k; moving down it enters k - 1.
         entered = np.where(positive, line, line - 1)
         t = (line - ga[seg]) / d[seg]
-        other = np.clip((go[seg] + t * do_[seg]).astype(np.int64), 0, n_other - 1)
+        at = go[seg] + t * do_[seg]
+        other = np.clip(at.astype(np.int64), 0, n_other - 1)
         keep = (entered >= 0) & (entered < n_along)
-        seg, entered, other = seg[keep], entered[keep], other[keep]
-        rows.append(seg)
-        cells.append(entered * grid.ny + other if along_x else other * grid.ny + entered)
+        frac = at - np.floor(at)
+        corner = np.flatnonzero(keep & (np.abs(frac - 0.5) > 0.5 - _CORNER_EPS))
+        seg_k, entered_k, other_k = seg[keep], entered[keep], other[keep]
+        rows.append(seg_k)
+        cells.append(entered_k * grid.ny + other_k if along_x else other_k * grid.ny + entered_k)
+        if len(corner):
+            seg_c, entered_c = seg[corner], entered[corner]
+            other_c = np.clip(np.where(frac[corner] < 0.5, other[corner] - 1, other[corner] + 1), 0, n_other - 1)
+            rows.append(seg_c)
+            cells.append(entered_c * grid.ny + other_c if along_x else other_c * grid.ny + entered_c)
     return np.concatenate(rows), np.concatenate(cells)
 
 
@@ -216,7 +305,7 @@ def _box_interval(
     empty when t0 > t1 (Liang-Barsky clipping)."""
     t0 = np.full(len(ax), -np.inf)
     t1 = np.full(len(ax), np.inf)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for pos, vel, lo, hi in ((ax, dx, box[0], box[2]), (ay, dy, box[1], box[3])):
             ta, tb = (lo - pos) / vel, (hi - pos) / vel
             moving = vel != 0.0
@@ -285,10 +374,23 @@ def _as_points(name: str, value: object, dims: tuple[int, ...]) -> np.ndarray:
     if arr.ndim != 2 or arr.shape[1] not in dims:
         want = " or ".join(f"(N, {d})" for d in dims)
         raise ValueError(f"{name} must have shape {want}, got {np.shape(value)}")
-    bad = ~np.isfinite(arr).all(axis=1)
-    if bad.any():
+    if not np.isfinite(arr).all():
+        bad = ~np.isfinite(arr).all(axis=1)
         raise ValueError(f"{name} contains NaN or inf (first bad row {int(np.flatnonzero(bad)[0])})")
     return arr
+
+
+def _one_row(value: object, dims: tuple[int, ...]) -> list[float] | None:
+    """The coordinates of a single finite point given as a float64 array of shape (d,) or
+    (1, d), d in ``dims``, as Python floats; None for anything else, which then goes through
+    :func:`_as_points` (same answers and errors, only slower)."""
+    if type(value) is not np.ndarray or value.dtype != np.float64 or value.size not in dims or value.ndim > 2:
+        return None
+    if value.ndim == 2 and value.shape[0] != 1:
+        return None
+    row: list[float] = value.ravel().tolist()
+    # A sum of finite values is finite unless it overflows (then the slow path decides).
+    return row if math.isfinite(sum(row)) else None
 
 
 def _same_rows(name_a: str, a: np.ndarray, name_b: str, b: np.ndarray) -> None:
@@ -320,12 +422,24 @@ class MapGeometry:
 
         polys = np.array([shapely.Polygon(w.polygon) for w in game_map.walls], dtype=object)
         heights = np.array([w.height for w in game_map.walls], dtype=np.float64)
+        self._lo2 = self._bounds[:2].copy()
+        self._hi2 = self._bounds[2:].copy()
+        self._lo2_col = self._lo2[:, np.newaxis].copy()
+        self._hi2_col = self._hi2[:, np.newaxis].copy()
+        # Sweeps: the bounds shrunk by the radius, as _sweep_bounds computes them.
+        self._sw_lo = np.array([xmin + self.player_radius, ymin + self.player_radius])
+        self._sw_hi = np.array([xmax - self.player_radius, ymax - self.player_radius])
+        self._bounds_f = (float(xmin), float(ymin), float(xmax), float(ymax))
+        self._sw_bounds_f = (
+            float(self._sw_lo[0]), float(self._sw_lo[1]), float(self._sw_hi[0]), float(self._sw_hi[1])
+        )
         self._build_pieces(polys, heights, cell)
         self._build_edges(polys, heights, cell)
 
         # Union of the footprints at least as tall as each distinct height: a point at height z
         # is inside a (closed) prism iff it is inside the union for the smallest height >= z.
         self._heights = np.unique(heights)
+        self._heights_list = self._heights.tolist()
         self._unions: list[shapely.Geometry] = []
         for h in self._heights:
             union = shapely.union_all(polys[heights >= h])
@@ -399,6 +513,79 @@ class MapGeometry:
             first += len(members)
         geoms = np.array(box_geoms + [shapely.Polygon(r) for r in rings], dtype=object)
         self._ray_grid = _build_grid(self.game_map.bounds, cell, geoms, _LOS_PAD_M)
+        self._build_small_rays(geoms, rings, ring_heights, cell)
+
+    def _build_small_rays(self, geoms: np.ndarray, rings: list[np.ndarray], ring_heights: list[float], cell: float) -> None:
+        """Tables of the small-batch ray paths: a finer grid whose cells hold every piece within
+        half a cell (so sampling a ray once per cell length finds every piece it touches); for
+        the batched kernel, padded per-cell tables of box ids and convex ids, box columns as rows
+        of one array and all convex pieces in one group padded to the largest edge count
+        (repeating the last half-plane, as the groups do); for the ray-by-ray walk, the same as
+        Python tuples plus how far a ray may skip from each empty cell."""
+        xmin, ymin, xmax, ymax = self.game_map.bounds
+        fine = max(min(cell, _SMALL_CELL_M), math.sqrt((xmax - xmin) * (ymax - ymin) / _MAX_CELLS))
+        n_box = len(self._box_h)
+        self._sm_box = np.stack([self._box_x0, self._box_y0, self._box_x1, self._box_y1, self._box_h])
+        k = max((len(r) for r in rings), default=1)
+        nx = np.zeros((len(rings), k))
+        ny = np.zeros((len(rings), k))
+        c = np.zeros((len(rings), k))
+        for i, ring in enumerate(rings):
+            pad = k - len(ring)
+            p = np.concatenate([ring, np.repeat(ring[-1:], pad, axis=0)])
+            q = np.concatenate([np.roll(ring, -1, axis=0), np.repeat(ring[:1], pad, axis=0)])
+            ex, ey = q[:, 1] - p[:, 1], p[:, 0] - q[:, 0]
+            nx[i], ny[i], c[i] = ex, ey, ex * p[:, 0] + ey * p[:, 1]
+        self._sm_cv_nx, self._sm_cv_ny, self._sm_cv_c = nx.T.copy(), ny.T.copy(), c.T.copy()
+        self._sm_cv_h = np.array(ring_heights, dtype=np.float64)
+        # No pieces: rays only meet the bounds.
+        self._sm_rays = bool(len(geoms))
+        grid = _build_grid(self.game_map.bounds, fine, geoms, 0.5 * fine + _LOS_PAD_M)
+        self._sm_grid = grid
+        # Padded per-cell id tables of the batched kernel (boxes, convex pieces); a cell with too
+        # many items (or no pieces at all) turns that kernel off.
+        is_box = np.arange(len(geoms)) < n_box
+        box_tab = _cell_table(grid, is_box) if n_box else None
+        cv_tab = _cell_table(grid, ~is_box) if len(rings) else None
+        self._sm_batched = self._sm_rays and not ((n_box and box_tab is None) or (len(rings) and cv_tab is None))
+        self._sm_box_tab = box_tab
+        self._sm_cv_tab = None if cv_tab is None else np.where(cv_tab >= 0, cv_tab - n_box, -1)
+        # Ray by ray with Python floats: per fine cell its piece ids, per box its columns, per
+        # convex piece its height and its real half-planes (n_x, n_y, c).
+        starts, items = grid.start.tolist(), grid.items.tolist()
+        self._sm_cell_items: list[tuple[int, ...]] = [tuple(items[i:j]) for i, j in itertools.pairwise(starts)]
+        self._sm_box_rows: list[tuple[float, ...]] = [tuple(row) for row in self._sm_box.T.tolist()]
+        self._sm_cv_rows: list[tuple[float, tuple[tuple[float, float, float], ...]]] = [
+            (h, tuple(zip(nx[i, : len(ring)].tolist(), ny[i, : len(ring)].tolist(), c[i, : len(ring)].tolist())))
+            for i, (ring, h) in enumerate(zip(rings, ring_heights))
+        ]
+        # Per empty fine cell, how many samples a ray may skip from it: D - 1 (at least 1) for a
+        # cell D cells (Chebyshev) from the nearest listed one; samples one cell length apart move
+        # at most one cell per sample along each axis (one more for rounding).
+        occupied = (np.diff(grid.start) > 0).reshape(grid.nx, grid.ny)
+        clearance = np.where(occupied, 0, _SKIP_CAP)
+        reached = occupied.copy()
+        for dist in range(1, _SKIP_CAP):
+            if reached.all() or not reached.any():
+                break
+            grown = reached.copy()
+            grown[1:] |= reached[:-1]
+            grown[:-1] |= reached[1:]
+            grown[:, 1:] |= grown[:, :-1].copy()
+            grown[:, :-1] |= grown[:, 1:].copy()
+            clearance[grown & ~reached] = dist
+            reached = grown
+        self._sm_skip: list[int] = np.maximum(clearance - 1, 1).ravel().tolist()
+        self._sm_fine = fine
+        self._sm_inv_fine = 1.0 / fine
+        # Upper clamp of sample positions in cell units: truncates to the last cell.
+        self._sm_gmax = (grid.nx - 0.5, grid.ny - 0.5)
+        self._sm_slots = (0 if box_tab is None else box_tab.shape[1]) + (0 if cv_tab is None else cv_tab.shape[1])
+        # Everything _first_entry_one reads, in one tuple (one attribute lookup per ray).
+        self._sm_walk = (
+            *self._bounds_f, fine, 1.0 / fine, *self._sm_gmax, grid.ny, n_box,
+            self._sm_box_rows, self._sm_cv_rows, self._sm_cell_items, self._sm_skip,
+        )  # fmt: skip
 
     def _build_edges(self, polys: np.ndarray, heights: np.ndarray, cell: float) -> None:
         """Original footprint edges (counter-clockwise, outward normal (fy, -fx)) for sweeps."""
@@ -420,6 +607,21 @@ class MapGeometry:
         self._eh = np.concatenate(eh) if eh else np.zeros(0)
         lines = shapely.linestrings(np.stack([a, b], axis=1)) if len(a) else np.zeros(0, object)
         self._move_grid = _build_grid(self.game_map.bounds, cell, lines, self.player_radius * 1.01 + 10 * SWEEP_SKIN_M)
+        # Sweeps of a few circles with Python floats: per cell its edge ids (CSR order), per edge
+        # its columns and its bounding box grown by the radius plus a margin far above rounding.
+        grow = self.player_radius + _SWEEP_BOX_PAD_M
+        bx0, bx1 = np.minimum(a[:, 0], b[:, 0]) - grow, np.maximum(a[:, 0], b[:, 0]) + grow
+        by0, by1 = np.minimum(a[:, 1], b[:, 1]) - grow, np.maximum(a[:, 1], b[:, 1]) + grow
+        self._edge_rows: list[tuple[float, ...]] = [
+            tuple(row)
+            for row in np.stack(
+                [self._e0x, self._e0y, self._fx, self._fy, self._onx, self._ony, self._inv_len2, bx0, by0, bx1, by1],
+                axis=1,
+            ).tolist()
+        ]
+        starts = self._move_grid.start.tolist()
+        items = self._move_grid.items.tolist()
+        self._cell_edges: list[tuple[int, ...]] = [tuple(items[i:j]) for i, j in itertools.pairwise(starts)]
 
     # ------------------------------------------------------------------ rays
 
@@ -440,7 +642,7 @@ class MapGeometry:
 
         outside = self._outside_bounds(ox, oy)
         best[outside] = 0.0
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             tx = np.where(vx > 0, (xmax - ox) / vx, np.where(vx < 0, (xmin - ox) / vx, np.inf))
             ty = np.where(vy > 0, (ymax - oy) / vy, np.where(vy < 0, (ymin - oy) / vy, np.inf))
         t_exit = np.minimum(tx, ty)
@@ -497,6 +699,224 @@ class MapGeometry:
             reach = reach * _CHUNK_GROWTH + _CHUNK_FIRST_M
         best[rows] = local
         return best
+
+    def _first_entry_small(self, o: np.ndarray, v: np.ndarray, t_end: np.ndarray, any_hit: bool) -> np.ndarray | None:
+        """:meth:`_first_entry` for a few rays, or None when the batch does not suit this path.
+
+        No stretch walk: each ray is sampled once per fine-grid cell length from its origin to
+        where the walk would stop (the last sample exactly there), and every piece listed in a
+        sampled cell is clipped against the whole ray with the same float operations as the
+        large-batch kernels. A fine cell lists every piece within half a cell of it, and every
+        point of the walked stretch is within half a cell length of a sample, so every piece the
+        ray touches is among the candidates: the first entry (the smallest entry over the
+        pieces, plus the bounds) is the same.
+        """
+        n = len(o)
+        if n <= _SCALAR_RAY_ROWS:
+            rows = np.concatenate([o, v, t_end[:, np.newaxis]], axis=1).tolist()
+            return np.array([self._first_entry_one(*row, any_hit) for row in rows])
+        ot, vt = o.T, v.T
+        if (ot[:2].min(axis=1) <= self._lo2).any() or (ot[:2].max(axis=1) >= self._hi2).any():
+            return None  # answered by the large-batch path (0 for those rays)
+        if self._sm_rays and not self._sm_batched:
+            return None
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            tt = (np.where(vt[:2] > 0.0, self._hi2_col, self._lo2_col) - ot[:2]) / vt[:2]
+            inv = 1.0 / vt
+        still = vt == 0.0
+        tt[still[:2]] = np.inf
+        inv[still] = _HUGE
+        t_exit_n = np.minimum(tt[0], tt[1])
+        best = np.where(t_exit_n <= t_end, t_exit_n, np.inf)
+        if not self._sm_rays:
+            return best
+        t_in = np.minimum(np.minimum(t_end, t_exit_n), _FAR_T)
+        speed_n = np.hypot(vt[0], vt[1])
+        m = int(float((t_in * speed_n).max()) * self._sm_inv_fine) + 2
+        if n * m * self._sm_slots > _SMALL_MAX_GATHER:
+            return None
+        # Samples one fine cell length apart from the origin, the last one at t_in (later
+        # columns repeat it); a vertical ray (speed 0) takes a huge step and stays at its origin.
+        step_n = self._sm_fine / np.maximum(speed_n, 1e-200)
+        t_k = np.minimum(np.arange(m, dtype=np.float64) * step_n[:, np.newaxis], t_in[:, np.newaxis])
+        inv_fine = self._sm_inv_fine
+        gx = t_k * (vt[0] * inv_fine)[:, np.newaxis] + ((ot[0] - self._bounds_f[0]) * inv_fine)[:, np.newaxis]
+        gy = t_k * (vt[1] * inv_fine)[:, np.newaxis] + ((ot[1] - self._bounds_f[1]) * inv_fine)[:, np.newaxis]
+        # The samples lie in the bounds up to rounding: truncation and the upper clamp keep them
+        # in the grid.
+        cells = np.minimum(gx, self._sm_gmax[0]).astype(np.intp) * self._sm_grid.ny
+        cells += np.minimum(gy, self._sm_gmax[1]).astype(np.intp)
+        z_n = np.where(still[2], np.nextafter(ot[2], -np.inf), ot[2])
+        box_rays = np.concatenate([ot[:2], ot[:2], inv[:2], inv[:2], z_n[np.newaxis], inv[2:], t_in[np.newaxis]])
+        cv_rays = np.concatenate([ot[:2], vt[:2], z_n[np.newaxis], inv[2:], t_in[np.newaxis]])
+        down = vt[2] < 0.0
+        if self._sm_box_tab is not None:
+            self._small_box_entries(best, box_rays, down, self._sm_box_tab.take(cells, axis=0).reshape(n, -1))
+        if self._sm_cv_tab is not None:
+            self._small_convex_entries(best, cv_rays, down, self._sm_cv_tab.take(cells, axis=0).reshape(n, -1))
+        return best
+
+    def _first_entry_one(
+        self, ox: float, oy: float, oz: float, vx: float, vy: float, vz: float, t_end: float, any_hit: bool
+    ) -> float:
+        """:meth:`_first_entry` of one ray with Python floats (the same float operations per
+        piece; np.minimum / np.maximum only differ on the sign of a zero, which first_wall_hit
+        normalises and los_clear does not show).
+
+        The ray is walked sample by sample (as in :meth:`_first_entry_small`; from an empty
+        cell it skips the samples that :attr:`_sm_skip` proves empty too), each piece tested
+        once. With ``any_hit`` it stops at the first hit; otherwise once the best entry so far
+        is at most the parameter of the sample before the current one: a piece entered earlier
+        than that is within half a cell length of an already visited sample, so it was tested.
+        """
+        xmin, ymin, xmax, ymax, fine, inv_fine, gmx, gmy, ny, n_box, boxes, convex, cell_items, skip = self._sm_walk
+        if ox <= xmin or ox >= xmax or oy <= ymin or oy >= ymax:
+            return 0.0
+        tx = (xmax - ox) / vx if vx > 0.0 else ((xmin - ox) / vx if vx < 0.0 else math.inf)
+        ty = (ymax - oy) / vy if vy > 0.0 else ((ymin - oy) / vy if vy < 0.0 else math.inf)
+        t_exit = ty if ty < tx else tx
+        best = t_exit if t_exit <= t_end else math.inf
+        if not self._sm_rays or (any_hit and best < math.inf):
+            return best
+        t_in = t_end if t_end < t_exit else t_exit
+        t_in = t_in if t_in < _FAR_T else _FAR_T
+        ix = 1.0 / vx if vx != 0.0 else _HUGE
+        iy = 1.0 / vy if vy != 0.0 else _HUGE
+        iz = 1.0 / vz if vz != 0.0 else _HUGE
+        # A level ray is one ulp lower, as in _first_entry.
+        z = math.nextafter(oz, -math.inf) if vz == 0.0 else oz
+        down = vz < 0.0
+        # Samples one fine cell length apart (positions in cell units), then the end of the
+        # walk; a vertical ray only visits its start cell.
+        speed = math.hypot(vx, vy)
+        cx0, cy0 = (ox - xmin) * inv_fine, (oy - ymin) * inv_fine
+        if speed > 0.0:
+            ux, uy = vx / speed, vy / speed
+            step = fine / speed
+            n_full = int(t_in * speed * inv_fine) + 1
+            end_x, end_y = cx0 + t_in * vx * inv_fine, cy0 + t_in * vy * inv_fine
+        else:
+            ux = uy = step = 0.0
+            n_full = 0
+            end_x, end_y = cx0, cy0
+        seen: set[int] = set()
+        k = 0
+        while True:
+            last = k >= n_full
+            if last:
+                cx, cy = end_x, end_y
+            else:
+                cx, cy = cx0 + k * ux, cy0 + k * uy
+            cell = int(cx if cx < gmx else gmx) * ny + int(cy if cy < gmy else gmy)
+            items = cell_items[cell]
+            if not items:
+                if last:
+                    return best
+                # The next samples up to skip[cell] - 1 cells on are in empty cells too.
+                k += skip[cell]
+                continue
+            for piece in items:
+                if piece in seen:
+                    continue
+                seen.add(piece)
+                if piece < n_box:
+                    bx0, by0, bx1, by1, height = boxes[piece]
+                    t_h = (height - z) * iz
+                    if down:
+                        enter = t_h if t_h > 0.0 else 0.0
+                        leave = t_in
+                    else:
+                        enter = 0.0
+                        leave = t_h if t_h < t_in else t_in
+                    t1, t2 = (bx0 - ox) * ix, (bx1 - ox) * ix
+                    near, far = (t1, t2) if t1 < t2 else (t2, t1)
+                    if near > enter:
+                        enter = near
+                    if far < leave:
+                        leave = far
+                    if enter > leave:
+                        continue
+                    t1, t2 = (by0 - oy) * iy, (by1 - oy) * iy
+                    near, far = (t1, t2) if t1 < t2 else (t2, t1)
+                    if near > enter:
+                        enter = near
+                    if far < leave:
+                        leave = far
+                else:
+                    height, planes = convex[piece - n_box]
+                    t_h = (height - z) * iz
+                    if down:
+                        enter = t_h if t_h > 0.0 else 0.0
+                        leave = t_in
+                    else:
+                        enter = 0.0
+                        leave = t_h if t_h < t_in else t_in
+                    for nx, ny_, c in planes:
+                        num = nx * ox + ny_ * oy - c
+                        den = nx * vx + ny_ * vy
+                        if den == 0.0:
+                            den = -1e-300
+                        bound = -num / den
+                        if den < 0.0:
+                            if bound > enter:
+                                enter = bound
+                        elif bound < leave:
+                            leave = bound
+                if enter <= leave:
+                    if any_hit:
+                        return enter
+                    if enter < best:
+                        best = enter
+            # Every piece entered before the previous sample has been tested.
+            if last or best <= (k - 1) * step:
+                return best
+            k += 1
+
+    @staticmethod
+    def _small_pairs(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(id, ray row) of the used slots of a (rays, slots) id table."""
+        flat = np.flatnonzero(ids >= 0)
+        return ids.ravel().take(flat), flat // ids.shape[1]
+
+    @staticmethod
+    def _small_z_window(t_h: np.ndarray, down: np.ndarray, t_in: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_z_window` of (ray, piece) pairs given t_h, down and t_in per pair."""
+        return np.where(down & (t_h > 0.0), t_h, 0.0), np.where(down, t_in, np.minimum(t_h, t_in))
+
+    def _small_box_entries(self, best: np.ndarray, rays: np.ndarray, down: np.ndarray, ids: np.ndarray) -> None:
+        """:meth:`_box_entries` for the used slots of a (rays, slots) table of box ids; lowers
+        ``best``. ``rays`` rows: x, y, x, y, 1/vx, 1/vy, 1/vx, 1/vy, z, 1/vz, t_in. The x and y
+        slabs are computed together and applied in _box_entries' order."""
+        box, row = self._small_pairs(ids)
+        r = rays.take(row, axis=1)
+        b = self._sm_box.take(box, axis=1)
+        lo, hi = self._small_z_window((b[4] - r[8]) * r[9], down.take(row), r[10])
+        # Rows x0, y0, x1, y1 of b against x, y, x, y: t1 and t3 of _box_entries, then t2, t4.
+        t = (b[0:4] - r[0:4]) * r[4:8]
+        near, far = np.minimum(t[0:2], t[2:4]), np.maximum(t[0:2], t[2:4])
+        enter = np.maximum(np.maximum(lo, near[0]), near[1])
+        leave = np.minimum(np.minimum(hi, far[0]), far[1])
+        hit = enter <= leave
+        np.minimum.at(best, row[hit], enter[hit])
+
+    def _small_convex_entries(self, best: np.ndarray, rays: np.ndarray, down: np.ndarray, ids: np.ndarray) -> None:
+        """:meth:`_convex_entries` for the used slots of a (rays, slots) table of convex ids, all
+        edges at once; lowers ``best``. ``rays`` rows: x, y, vx, vy, z, 1/vz, t_in."""
+        piece, row = self._small_pairs(ids)
+        r = rays.take(row, axis=1)
+        enter, leave = self._small_z_window((self._sm_cv_h.take(piece) - r[4]) * r[5], down.take(row), r[6])
+        nx, ny = self._sm_cv_nx.take(piece, axis=1), self._sm_cv_ny.take(piece, axis=1)
+        num = nx * r[0] + ny * r[1] - self._sm_cv_c.take(piece, axis=1)
+        den = nx * r[2] + ny * r[3]
+        den[den == 0.0] = -1e-300
+        with np.errstate(divide="ignore", over="ignore"):
+            bound = -num / den
+        # Maxima and minima are exact: reducing over the edges at once gives the k-loop's values
+        # (up to the sign of a zero, which first_wall_hit normalises).
+        enter = np.maximum(enter, np.where(den < 0.0, bound, -np.inf).max(axis=0))
+        leave = np.minimum(leave, np.where(den > 0.0, bound, np.inf).min(axis=0))
+        hit = enter <= leave
+        np.minimum.at(best, row[hit], enter[hit])
 
     @staticmethod
     def _z_window(ray: _RayTable, seg: np.ndarray, height: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -561,32 +981,66 @@ class MapGeometry:
         A segment passing above a wall's top passes over it; touching a wall (a face, its top)
         counts as blocked. Raises ValueError for NaN/inf or mismatched shapes.
         """
+        ra, rb = _one_row(p0, (3,)), _one_row(p1, (3,))
+        if ra is not None and rb is not None:
+            ax, ay, az = ra
+            bx, by, bz = rb
+            t = self._first_entry_one(ax, ay, az, bx - ax, by - ay, bz - az, 1.0, True)
+            return np.array([t == math.inf])
         a = _as_points("p0", p0, (3,))
         b = _as_points("p1", p1, (3,))
         _same_rows("p0", a, "p1", b)
-        return ~np.isfinite(self._first_entry(a, b - a, np.ones(len(a)), any_hit=True))
+        v = b - a
+        t_end = np.ones(len(a))
+        best = self._first_entry_small(a, v, t_end, any_hit=True) if 0 < len(a) <= _SMALL_ROWS else None
+        if best is None:
+            best = self._first_entry(a, v, t_end, any_hit=True)
+        return ~np.isfinite(best)
 
     def first_wall_hit(self, origin: np.ndarray, direction: np.ndarray, max_dist: np.ndarray | float) -> np.ndarray:
         """(N, 3) origins (m), (N, 3) directions, max distances (m; scalar or (N,), may be inf)
         -> (N,) distance (m) along each ray to the first point inside or on a wall prism (at or
         below the wall's top) or on the map bounds, which act as infinitely tall walls; np.inf
-        when there is none within max_dist. 0 when the origin is inside a wall or not strictly
-        inside the bounds.
+        when there is none within max_dist. 0 (always +0.0) when the origin is inside or on a
+        wall or not strictly inside the bounds.
 
         Directions are normalised here, so any non-zero length works. Raises ValueError for NaN,
         inf (except max_dist = +inf), zero directions or negative max_dist.
         """
+        ro, rd = _one_row(origin, (3,)), _one_row(direction, (3,))
+        if ro is not None and rd is not None:
+            if isinstance(max_dist, (float, int)):
+                limit = float(max_dist)
+            elif type(max_dist) is np.ndarray and max_dist.shape in ((), (1,)) and max_dist.dtype == np.float64:
+                limit = max_dist.item()
+            else:
+                limit = math.nan  # anything else: the general path
+            dx, dy, dz = rd
+            # np.linalg.norm's operations: (dx^2 + dy^2) + dz^2, correctly rounded sqrt.
+            norm = math.sqrt(dx * dx + dy * dy + dz * dz)
+            if norm > 0.0 and limit >= 0.0:
+                t = self._first_entry_one(*ro, dx / norm, dy / norm, dz / norm, limit, False)
+                return np.array([t + 0.0])
         o = _as_points("origin", origin, (3,))
         d = _as_points("direction", direction, (3,))
         _same_rows("origin", o, "direction", d)
-        norm = np.linalg.norm(d, axis=1)
-        if np.any(norm == 0.0):
+        # np.linalg.norm(d, axis=1) without its wrapper: the same operations, the same values.
+        norm = np.sqrt(np.add.reduce(d * d, axis=1))
+        if not norm.all():
             raise ValueError(f"direction has zero length (first bad row {int(np.flatnonzero(norm == 0.0)[0])})")
         d = d / norm[:, np.newaxis]
         md = np.broadcast_to(np.asarray(max_dist, dtype=np.float64), (len(o),))
-        if np.isnan(md).any() or (md < 0.0).any():
+        if not (md >= 0.0).all():  # also catches NaN
             raise ValueError("max_dist must be non-negative and not NaN (+inf is allowed)")
-        return self._first_entry(o, d, md.copy(), any_hit=False)
+        md = md.copy()
+        best = self._first_entry_small(o, d, md, any_hit=False) if 0 < len(o) <= _SMALL_ROWS else None
+        if best is None:
+            best = self._first_entry(o, d, md, any_hit=False)
+        # A ray starting on a face can enter two pieces (or enter one and touch another) at
+        # 0.0 and -0.0, and which one np.minimum keeps depends on the order the pieces are met
+        # in (so on the grid and the batch path): + 0.0 makes every zero distance 0.0.
+        best += 0.0
+        return best
 
     # ---------------------------------------------------------------- points
 
@@ -599,7 +1053,12 @@ class MapGeometry:
         """(N, 2) or (N, 3) points (m) -> (N,) bool: inside or on a wall footprint, or on or
         outside the bounds. For (N, 3) a point is inside a wall only at or below its top
         (z <= height); the floor is not solid, so z < 0 outside every footprint is free."""
+        row = _one_row(p, (2, 3))
+        if row is not None:
+            return np.array([self._point_in_wall_one(row)])
         pts = _as_points("p", p, (2, 3))
+        if len(pts) == 1:
+            return np.array([self._point_in_wall_one(pts[0].tolist())])
         x, y = pts[:, 0], pts[:, 1]
         result = self._outside_bounds(x, y)
         if not self._unions:
@@ -616,13 +1075,35 @@ class MapGeometry:
                 result[rows] = shapely.intersects_xy(union, x[rows], y[rows])
         return result
 
+    def _point_in_wall_one(self, p: list[float]) -> bool:
+        """:meth:`point_in_wall` of one point (a list of 2 or 3 floats) with Python scalars."""
+        x, y = p[0], p[1]
+        xmin, ymin, xmax, ymax = self._bounds_f
+        if x <= xmin or x >= xmax or y <= ymin or y >= ymax:
+            return True
+        if not self._unions:
+            return False
+        if len(p) == 2:
+            return bool(shapely.intersects_xy(self._all_walls, x, y))
+        k = bisect.bisect_left(self._heights_list, p[2])  # np.searchsorted(..., side="left")
+        return k < len(self._unions) and bool(shapely.intersects_xy(self._unions[k], x, y))
+
     def circle_blocked(self, p: np.ndarray, radius: float | None = None) -> np.ndarray:
         """(N, 2) centres (m) -> (N,) bool: a circle of ``radius`` (m, default the player radius)
         there overlaps or touches a wall of any height, or is not strictly inside the bounds."""
+        row = _one_row(p, (2,)) if radius is None else None
+        if row is not None:
+            return np.array([self._circle_blocked_xy(row[0], row[1], self.player_radius)])
         pts = _as_points("p", p, (2,))
         r = self.player_radius if radius is None else float(radius)
         if not (math.isfinite(r) and r >= 0.0):
             raise ValueError(f"radius must be a non-negative finite number of meters, got {radius!r}")
+        return self._circle_blocked(pts, r)
+
+    def _circle_blocked(self, pts: np.ndarray, r: float) -> np.ndarray:
+        """:meth:`circle_blocked` of validated (N, 2) centres."""
+        if len(pts) == 1:
+            return np.array([self._circle_blocked_xy(*pts[0].tolist(), r)])
         result = self._outside_bounds(pts[:, 0], pts[:, 1], margin=r)
         rest = np.flatnonzero(~result)
         if len(rest) and self._unions:
@@ -642,17 +1123,27 @@ class MapGeometry:
         this method) may only move away from what it overlaps. Raises ValueError for NaN/inf or
         mismatched shapes.
         """
+        ra, rb = _one_row(p0, (2,)), _one_row(p1, (2,))
+        if ra is not None and rb is not None:
+            return self._sweep_single(ra[0], ra[1], rb[0], rb[1])
         a = _as_points("p0", p0, (2,))
         b = _as_points("p1", p1, (2,))
         _same_rows("p0", a, "p1", b)
         n = len(a)
+        d = b - a
+        if n == 1:
+            return self._sweep_single(*a[0].tolist(), *b[0].tolist())
         ax, ay = a[:, 0], a[:, 1]
-        dx, dy = b[:, 0] - ax, b[:, 1] - ay
-        best = np.full(n, np.inf)
-        nrm = np.zeros((n, 2))
-
-        self._sweep_bounds(best, nrm, ax, ay, dx, dy)
-        self._sweep_edges(best, nrm, ax, ay, dx, dy)
+        dx, dy = d[:, 0], d[:, 1]
+        if n <= _SCALAR_SWEEP_ROWS:
+            rows = [self._sweep_one(*row) for row in np.concatenate([a, d], axis=1).tolist()]
+            best = np.array([row[0] for row in rows])
+            nrm = np.array([row[1:] for row in rows])
+        else:
+            best = np.full(n, np.inf)
+            nrm = np.zeros((n, 2))
+            self._sweep_bounds(best, nrm, ax, ay, dx, dy)
+            self._sweep_edges(best, nrm, ax, ay, dx, dy)
 
         hit = np.isfinite(best)
         end = b.copy()
@@ -663,25 +1154,196 @@ class MapGeometry:
             fraction[rows] = t
             contact = np.stack([ax[rows] + t * dx[rows], ay[rows] + t * dy[rows]], axis=1)
             pushed = contact + SWEEP_SKIN_M * nrm[rows]
-            stuck = np.flatnonzero(self.circle_blocked(pushed))
+            stuck = np.flatnonzero(self._circle_blocked(pushed, self.player_radius))
             if len(stuck):
                 # Wedged (an acute corner): back off along the path instead, else stay put.
                 sr = rows[stuck]
                 length = np.hypot(dx[sr], dy[sr])
                 back = np.maximum(t[stuck] - SWEEP_SKIN_M / np.maximum(length, 1e-300), 0.0)
                 retreat = np.stack([ax[sr] + back * dx[sr], ay[sr] + back * dy[sr]], axis=1)
-                still = self.circle_blocked(retreat)
+                still = self._circle_blocked(retreat, self.player_radius)
                 retreat[still] = a[sr[still]]
                 pushed[stuck] = retreat
             end[rows] = pushed
         return SweepResult(end=end, fraction=fraction, hit=hit, normal=nrm)
+
+    def _sweep_single(self, ax: float, ay: float, bx: float, by: float) -> SweepResult:
+        """:meth:`sweep` of one circle with Python floats (the same float operations)."""
+        dx, dy = bx - ax, by - ay
+        t, nx, ny = self._sweep_one(ax, ay, dx, dy)
+        if t == math.inf:
+            return SweepResult(
+                end=np.array([[bx, by]]), fraction=np.ones(1), hit=np.zeros(1, dtype=bool), normal=np.zeros((1, 2))
+            )
+        r = self.player_radius
+        ex = ax + t * dx + SWEEP_SKIN_M * nx
+        ey = ay + t * dy + SWEEP_SKIN_M * ny
+        if self._circle_blocked_xy(ex, ey, r):
+            # Wedged (an acute corner): back off along the path instead, else stay put.
+            length = float(np.hypot(dx, dy))
+            back = t - SWEEP_SKIN_M / (length if length > 1e-300 else 1e-300)
+            back = back if back > 0.0 else 0.0
+            ex, ey = ax + back * dx, ay + back * dy
+            if self._circle_blocked_xy(ex, ey, r):
+                ex, ey = ax, ay
+        return SweepResult(
+            end=np.array([[ex, ey]]), fraction=np.array([t]), hit=np.ones(1, dtype=bool), normal=np.array([[nx, ny]])
+        )
+
+    def _sweep_one(self, ax: float, ay: float, dx: float, dy: float) -> tuple[float, float, float]:
+        """(time of impact or inf, normal x, normal y) of one circle, as _sweep_bounds and
+        _sweep_edges compute it (same float operations, same candidate order and tie-breaks),
+        with Python floats. np.maximum / np.minimum keep their second argument on ties and
+        np.clip its input, which the conditionals below reproduce (it fixes signs of zeros)."""
+        r = self.player_radius
+        best, bnx, bny = math.inf, 0.0, 0.0
+        # ---- bounds, in _sweep_bounds' order x_hi, x_lo, y_hi, y_lo.
+        lo_x, lo_y, hi_x, hi_y = self._sw_bounds_f
+        for pos, vel, lo, hi, axis in ((ax, dx, lo_x, hi_x, 0), (ay, dy, lo_y, hi_y, 1)):
+            if vel > 0.0:
+                t = (hi - pos) / vel
+                sign = -1.0
+            elif vel < 0.0:
+                t = (lo - pos) / vel
+                sign = 1.0
+            else:
+                continue
+            t = t if t > 0.0 else 0.0
+            if t <= 1.0 and t < best:
+                best = t
+                bnx, bny = (sign, 0.0) if axis == 0 else (0.0, sign)
+        if not self._edge_rows:
+            return best, bnx, bny
+
+        # ---- cells, as _box_interval + _cells_along compute them.
+        xmin, ymin, xmax, ymax = self._bounds_f
+        t0, t1 = -math.inf, math.inf
+        for pos, vel, lo, hi in ((ax, dx, xmin, xmax), (ay, dy, ymin, ymax)):
+            if vel != 0.0:
+                ta, tb = (lo - pos) / vel, (hi - pos) / vel
+                near, far = (ta if ta < tb else tb), (ta if ta > tb else tb)
+                t0 = t0 if t0 > near else near
+                t1 = t1 if t1 < far else far
+            elif pos < lo or pos > hi:
+                t0, t1 = math.inf, -math.inf
+        t0 = t0 if t0 > 0.0 else 0.0
+        t1 = t1 if t1 < 1.0 else 1.0
+        if not t0 <= t1:
+            return best, bnx, bny
+        grid = self._move_grid
+        gnx, gny, cell = grid.nx, grid.ny, grid.cell
+        gax, gay = (ax + t0 * dx - xmin) / cell, (ay + t0 * dy - ymin) / cell
+        gbx, gby = (ax + t1 * dx - xmin) / cell, (ay + t1 * dy - ymin) / cell
+        gax = 0.0 if gax < 0.0 else (gnx if gax > gnx else gax)
+        gay = 0.0 if gay < 0.0 else (gny if gay > gny else gay)
+        gbx = 0.0 if gbx < 0.0 else (gnx if gbx > gnx else gbx)
+        gby = 0.0 if gby < 0.0 else (gny if gby > gny else gby)
+        ddx, ddy = gbx - gax, gby - gay
+        cells = [min(int(gax), gnx - 1) * gny + min(int(gay), gny - 1)]
+        for along_x in (True, False):
+            ga, gb, dd, go, do_ = (gax, gbx, ddx, gay, ddy) if along_x else (gay, gby, ddy, gax, ddx)
+            if dd == 0.0:
+                continue
+            n_along, last_other = (gnx, gny - 1) if along_x else (gny, gnx - 1)
+            corners: list[tuple[int, int]] = []
+            for line in range(math.ceil(ga if ga < gb else gb), math.floor(ga if ga > gb else gb) + 1):
+                entered = line if dd > 0.0 else line - 1
+                if not 0 <= entered < n_along:
+                    continue
+                at = go + (line - ga) / dd * do_
+                other = int(at)
+                other = 0 if other < 0 else (last_other if other > last_other else other)
+                cells.append(entered * gny + other if along_x else other * gny + entered)
+                frac = at - math.floor(at)
+                if abs(frac - 0.5) > 0.5 - _CORNER_EPS:
+                    alt = other - 1 if frac < 0.5 else other + 1
+                    corners.append((entered, 0 if alt < 0 else (last_other if alt > last_other else alt)))
+            cells.extend(e * gny + o if along_x else o * gny + e for e, o in corners)
+
+        # ---- the pair kernel of _sweep_edges, edge by edge in the same order. An edge whose
+        # box grown by r (and a margin) misses the path's box cannot give a candidate.
+        bx, by = ax + dx, ay + dy
+        sx0, sx1 = (ax, bx) if ax < bx else (bx, ax)
+        sy0, sy1 = (ay, by) if ay < by else (by, ay)
+        r2 = r * r
+        qa = dx * dx + dy * dy
+        face_t = vert_t = over_t = math.inf
+        face_n = vert_w = over_n = (0.0, 0.0)
+        vert_tv = 0.0
+        seen: set[int] = set()
+        rows = self._edge_rows
+        for c in cells:
+            for e in self._cell_edges[c]:
+                if e in seen:
+                    continue
+                seen.add(e)
+                e0x, e0y, fx, fy, onx, ony, inv_len2, x0, y0, x1, y1 = rows[e]
+                if x0 > sx1 or x1 < sx0 or y0 > sy1 or y1 < sy0:
+                    continue
+                wx, wy = ax - e0x, ay - e0y
+                s0 = wx * onx + wy * ony
+                sd = dx * onx + dy * ony
+                # Face: the offset line, reached while approaching it.
+                if sd < 0.0 and s0 >= r:
+                    tf = (r - s0) / sd
+                    if tf <= 1.0 and tf < face_t:
+                        u = ((wx + tf * dx) * fx + (wy + tf * dy) * fy) * inv_len2
+                        if u >= 0.0 and u <= 1.0:
+                            face_t, face_n = tf, (onx, ony)
+                # Vertex E0: entry root of |A + tD - E0| = r while approaching.
+                qb = dx * wx + dy * wy
+                qc = wx * wx + wy * wy - r2
+                if qc >= 0.0 and qb < 0.0 and qa > 0.0:
+                    disc = qb * qb - qa * qc
+                    if disc >= 0.0:
+                        tv = (-qb - math.sqrt(disc if disc > 0.0 else 0.0)) / qa
+                        if tv <= 1.0:
+                            tv = tv if tv > 0.0 else 0.0
+                            if tv < vert_t:
+                                vert_t, vert_w, vert_tv = tv, (wx, wy), tv
+                # Already overlapping: only motion away from the edge.
+                if over_t == math.inf:
+                    uc = (wx * fx + wy * fy) * inv_len2
+                    uc = 0.0 if uc < 0.0 else (1.0 if uc > 1.0 else uc)
+                    rx, ry = wx - uc * fx, wy - uc * fy
+                    d2 = rx * rx + ry * ry
+                    if d2 < r2:
+                        dist = math.sqrt(d2)
+                        if dist > 0.0:
+                            rxn, ryn = rx / dist, ry / dist
+                        else:
+                            rxn, ryn = onx, ony
+                        if dx * rxn + dy * ryn < 0.0:
+                            over_t, over_n = 0.0, (rxn, ryn)
+        # The first smallest of faces, vertices, overlaps (the stable sort of _sweep_edges).
+        if face_t <= vert_t and face_t <= over_t:
+            t, (cnx, cny) = face_t, face_n
+        elif vert_t <= over_t:
+            t = vert_t
+            vx, vy = vert_w[0] + vert_tv * dx, vert_w[1] + vert_tv * dy
+            vlen = float(np.hypot(vx, vy))
+            vlen = vlen if vlen > 0.0 else 1.0
+            cnx, cny = vx / vlen, vy / vlen
+        else:
+            t, (cnx, cny) = over_t, over_n
+        if t < best:
+            return t, cnx, cny
+        return best, bnx, bny
+
+    def _circle_blocked_xy(self, x: float, y: float, r: float) -> bool:
+        """:meth:`circle_blocked` of one centre given as Python floats."""
+        xmin, ymin, xmax, ymax = self._bounds_f
+        if x <= xmin + r or x >= xmax - r or y <= ymin + r or y >= ymax - r:
+            return True
+        # shapely.points((x, y)) is several times faster than shapely.points(x, y).
+        return bool(self._unions) and bool(shapely.dwithin(self._all_walls, shapely.points((x, y)), r))
 
     def _sweep_bounds(
         self, best: np.ndarray, nrm: np.ndarray, ax: np.ndarray, ay: np.ndarray, dx: np.ndarray, dy: np.ndarray
     ) -> None:
         r = self.player_radius
         xmin, ymin, xmax, ymax = self._bounds
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             for pos, vel, lo, hi, axis in ((ax, dx, xmin + r, xmax - r, 0), (ay, dy, ymin + r, ymax - r, 1)):
                 # Time to reach the inner (shrunk) bounds; a start already past them moving out
                 # stops at once.
@@ -727,7 +1389,7 @@ class MapGeometry:
         # Face: the edge's outward offset line at distance r, reached while approaching it.
         s0 = wx * onx + wy * ony
         sd = qx * onx + qy * ony
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             tf = (r - s0) / sd
             u = ((wx + tf * qx) * fx + (wy + tf * qy) * fy) * self._inv_len2[edge]
         face = (sd < 0.0) & (s0 >= r) & (tf <= 1.0) & (u >= 0.0) & (u <= 1.0)
@@ -742,7 +1404,7 @@ class MapGeometry:
         qc = wx * wx + wy * wy - r * r
         disc = qb * qb - qa * qc
         vert = (qc >= 0.0) & (qb < 0.0) & (disc >= 0.0) & (qa > 0.0)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             tv = (-qb - np.sqrt(np.maximum(disc, 0.0))) / qa
         vert &= tv <= 1.0
         tv = np.maximum(tv[vert], 0.0)
