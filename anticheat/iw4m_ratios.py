@@ -21,37 +21,31 @@ _UPPER = int(Bone.UPPER_TORSO)
 _LOWER = int(Bone.LOWER_TORSO)
 
 
+def _limits(
+    hits: int, cfg: IW4MConfig, name: str, span: tuple[int, int], with_margin: bool
+) -> tuple[float, float]:
+    """(flag, ban) limits of the ratio whose config fields start with ``name``."""
+    z = cfg.margin_z if with_margin else 0.0
+    mean, sd_low, sd_high = (getattr(cfg, f"{name}_{k}") for k in ("mean", "sd_low", "sd_high"))
+    return (
+        ratio_threshold(hits, mean, sd_low, sd_high, getattr(cfg, f"{name}_flag_sd"), *span, z),
+        ratio_threshold(hits, mean, sd_low, sd_high, getattr(cfg, f"{name}_ban_sd"), *span, z),
+    )
+
+
 def headshot_thresholds(hits: int, cfg: IW4MConfig, with_margin: bool = True) -> tuple[float, float]:
     """(flag, ban) limits of the headshot ratio at ``hits`` hits."""
-    z = cfg.margin_z if with_margin else 0.0
-    args = (cfg.headshot_mean, cfg.headshot_sd_low, cfg.headshot_sd_high)
-    span = (cfg.bone_lerp_low_hits, cfg.bone_lerp_high_hits)
-    return (
-        ratio_threshold(hits, *args, cfg.headshot_flag_sd, *span, z),
-        ratio_threshold(hits, *args, cfg.headshot_ban_sd, *span, z),
-    )
+    return _limits(hits, cfg, "headshot", (cfg.bone_lerp_low_hits, cfg.bone_lerp_high_hits), with_margin)
 
 
 def max_bone_thresholds(hits: int, cfg: IW4MConfig, with_margin: bool = True) -> tuple[float, float]:
     """(flag, ban) limits of the largest single-bone share at ``hits`` hits."""
-    z = cfg.margin_z if with_margin else 0.0
-    args = (cfg.max_bone_mean, cfg.max_bone_sd_low, cfg.max_bone_sd_high)
-    span = (cfg.bone_lerp_low_hits, cfg.bone_lerp_high_hits)
-    return (
-        ratio_threshold(hits, *args, cfg.max_bone_flag_sd, *span, z),
-        ratio_threshold(hits, *args, cfg.max_bone_ban_sd, *span, z),
-    )
+    return _limits(hits, cfg, "max_bone", (cfg.bone_lerp_low_hits, cfg.bone_lerp_high_hits), with_margin)
 
 
 def chest_thresholds(upper_hits: int, cfg: IW4MConfig, with_margin: bool = True) -> tuple[float, float]:
     """(flag, ban) limits of the upper/lower torso ratio at ``upper_hits`` upper-torso hits."""
-    z = cfg.margin_z if with_margin else 0.0
-    args = (cfg.chest_mean, cfg.chest_sd_low, cfg.chest_sd_high)
-    span = (cfg.chest_lerp_low_hits, cfg.chest_lerp_high_hits)
-    return (
-        ratio_threshold(upper_hits, *args, cfg.chest_flag_sd, *span, z),
-        ratio_threshold(upper_hits, *args, cfg.chest_ban_sd, *span, z),
-    )
+    return _limits(upper_hits, cfg, "chest", (cfg.chest_lerp_low_hits, cfg.chest_lerp_high_hits), with_margin)
 
 
 def bone_finding(stats: HitStats, cfg: IW4MConfig, scope: Scope) -> Finding | None:
