@@ -18,8 +18,6 @@ from anticheat.events import (
     KillEvent,
     MovementEvidence,
     MovementKind,
-    RewindDecision,
-    ShotClaim,
     ShotResult,
     SpawnEvent,
 )
@@ -27,31 +25,7 @@ from anticheat.pipeline import DetectionPipeline
 from anticheat.sanctions import SanctionConfig, SanctionLevel, SanctionPolicy
 from anticheat.skip import SkipBook, SkipConfig
 from anticheat.store import DetectionStore, StoreConfig
-
-
-def shot(shooter: int = 1, victim: int | None = 2, t: float = 1.0, tick: int = 64, weapon: int = 1) -> ShotResult:
-    return ShotResult(
-        shooter=shooter,
-        tick=tick,
-        time_s=t,
-        weapon=weapon,
-        pellet=0,
-        origin=(0.0, 0.0, 1.6),
-        direction=(1.0, 0.0, 0.0),
-        rewind_time_s=t - 0.1,
-        rewind_decision=RewindDecision.CLAIMED,
-        rewind_clamped=False,
-        victim=victim,
-        victim_generation=0,
-        bone=2 if victim is not None else 0,
-        hit_point=(10.0, 0.0, 1.6),
-        distance_m=10.0,
-        blocked_by_wall=False,
-        victim_pos=(10.0, 0.0, 0.0) if victim is not None else None,
-        victim_speed_m_s=3.0,
-        damage=30.0 if victim is not None else 0.0,
-        claim=ShotClaim(shooter=shooter, weapon=weapon, yaw_deg=0.0, pitch_deg=0.0),
-    )
+from tests.synthetic import make_shot as shot
 
 
 def aim(player: int = 1, t: float = 1.0) -> AimSample:

@@ -18,13 +18,19 @@ import numpy as np
 import pytest
 
 from anticheat.detector import Detector
-from anticheat.events import Detection, RewindDecision, ShotClaim, ShotResult
+from anticheat.events import Detection, ShotResult
 from anticheat.operator import Operator
 from anticheat.pipeline import DetectionPipeline
 from anticheat.review import AppealStatus, ReviewItem, ReviewStatus
 from anticheat.sanctions import DAY_S, SanctionConfig, SanctionLevel, SanctionPolicy
 from anticheat.skip import SkipBook, SkipConfig
-from anticheat.store import SCHEMA_VERSION, DetectionStore, StoreConfig, StoreVersionError
+from anticheat.store import (
+    SCHEMA_VERSION,
+    DetectionStore,
+    StoreConfig,
+    StoreVersionError,
+)
+from tests.synthetic import make_shot as shot
 
 REPO = Path(__file__).resolve().parents[1]
 NOW = 1_700_000_000.0
@@ -43,29 +49,6 @@ class Clock:
         return self.t
 
 
-def shot(shooter: int, victim: int | None) -> ShotResult:
-    return ShotResult(
-        shooter=shooter,
-        tick=64,
-        time_s=1.0,
-        weapon=1,
-        pellet=0,
-        origin=(0.0, 0.0, 1.6),
-        direction=(1.0, 0.0, 0.0),
-        rewind_time_s=0.9,
-        rewind_decision=RewindDecision.CLAIMED,
-        rewind_clamped=False,
-        victim=victim,
-        victim_generation=0,
-        bone=2 if victim is not None else 0,
-        hit_point=(10.0, 0.0, 1.6),
-        distance_m=10.0,
-        blocked_by_wall=False,
-        victim_pos=(10.0, 0.0, 0.0) if victim is not None else None,
-        victim_speed_m_s=3.0,
-        damage=30.0 if victim is not None else 0.0,
-        claim=ShotClaim(shooter=shooter, weapon=1, yaw_deg=0.0, pitch_deg=0.0),
-    )
 
 
 # --- round trips -------------------------------------------------------------------------

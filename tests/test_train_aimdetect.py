@@ -7,20 +7,15 @@ from pathlib import Path
 import numpy as np
 
 from anticheat.aimdetect_features import FEATURE_NAMES
-from anticheat.events import AimSample, KillEvent, SessionEvent, ShotClaim, ShotResult, SpawnEvent
-from lagcomp.shot import RewindDecision
+from anticheat.events import (
+    AimSample,
+    KillEvent,
+    SessionEvent,
+    SpawnEvent,
+)
 from server.recording import ReplayWriter
 from testbed.train_aimdetect import AIM_CHEATS, kill_rows, training_scenario
-
-
-def _shot(shooter: int, victim: int, t: float) -> ShotResult:
-    return ShotResult(
-        shooter=shooter, tick=round(t * 64), time_s=t, weapon=1, pellet=0, origin=(0.0, 0.0, 1.64),
-        direction=(1.0, 0.0, 0.0), rewind_time_s=t - 0.1, rewind_decision=RewindDecision.CLAIMED,
-        rewind_clamped=False, victim=victim, victim_generation=1, bone=2, hit_point=(10.0, 0.0, 1.7),
-        distance_m=10.0, blocked_by_wall=False, victim_pos=(10.0, 0.0, 0.0), victim_speed_m_s=1.0,
-        damage=180.0, claim=ShotClaim(shooter=shooter, weapon=1, yaw_deg=0.0, pitch_deg=0.0),
-    )
+from tests.synthetic import make_shot
 
 
 def _aim(player: int, t: float, yaw: float) -> AimSample:
@@ -39,7 +34,7 @@ def test_kill_rows_label_kills_by_the_killers_ground_truth(tmp_path: Path) -> No
         for killer, victim in ((0, 1), (1, 0), (2, 0), (1, 2)):
             for k in range(8):
                 w.write_tick(round((t + k / 64) * 64), t + k / 64, [_aim(killer, t + k / 64, 2.0 * k * k)])
-            w.write_tick(round((t + 0.2) * 64), t + 0.2, [_shot(killer, victim, t + 0.2),
+            w.write_tick(round((t + 0.2) * 64), t + 0.2, [make_shot(killer, victim, t + 0.2, round((t + 0.2) * 64)),
                                                           KillEvent(killer, victim, round((t + 0.2) * 64), t + 0.2,
                                                                     1, 2, 10.0, 0, True)])
             t += 1.0
