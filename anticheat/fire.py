@@ -9,6 +9,10 @@ Kinds (detector ``fire``):
   fire interval for an automatic one; or repeated TOO_SOON refusals from weapon mechanics.
 - ``silent_aim_geometry``: the claimed hit point is (0, 0, 0) or equals the shot origin within
   1 cm (Nex-AC): a forged bullet, not one that flew.
+- ``silent_aim_angles``: the shot's angles leave the path the crosshair took: the shot and the
+  view angles of the command that fired it differ by more than the view moved since the command
+  before (the shot may fall anywhere along that motion, as with sub-tick input) plus 0.5 deg. The
+  server sees both angle sets, so the "view only jumps in the shot" of silent aim is direct.
 - ``afk_ghost``: the claimed origin is >= 15 m from the shooter's authoritative eye (Nex-AC), or,
   for protocols that do not send an origin, the claimed hit point is farther from the real eye
   than the weapon reaches plus 15 m: either way the client shoots from where it is not.
@@ -31,7 +35,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from anticheat.detector import NO_DETECTIONS, Detector
-from anticheat.events import Detection, FireEvidence, FireKind, RewindDecision, ShotResult, SpawnEvent
+from anticheat.aimstats import angular_step_deg
+from anticheat.events import AimSample, Detection, FireEvidence, FireKind, RewindDecision, ShotResult, SpawnEvent
 from anticheat.skip import SkipBook
 from world.weapons import WeaponId, weapon
 
@@ -63,14 +68,22 @@ class FireConfig:
         geometry_tolerance_m: "equals the origin" within this distance (1 cm, Nex-AC).
         silent_aim_count, silent_aim_window_s: forged geometries needed (2 in 30 s; a single
             (0,0,0) could be a client bug).
+        angle_tolerance_deg: a shot may leave its command's crosshair path by this much (deg)
+            before it counts as a forged angle (float rounding, sub-tick aim).
+        silent_aim_angles_count, silent_aim_angles_window_s: forged angles needed (3 in 30 s).
         ghost_distance_m: claimed origin this far from the authoritative eye (15 m, Nex-AC).
         ghost_range_margin_m: claimed hit point beyond weapon range plus this (15 m).
         ghost_count, ghost_window_s: ghost shots needed (2 in 30 s).
         interp_s: the client's interpolation delay assumed for expected view-time age (100 ms,
             Source's default cl_interp).
-        stale_margin_s: a claim older than rtt/2 + interp + allowances by more than this is stale.
+        stale_margin_s: a claim older than rtt + interp + allowances by more than this is stale
+            (the client renders one downstream trip late and its command takes an upstream trip).
+        loss_allowance_s: added to the expected age per unit of measured loss (0..1): a lost
+            packet delays its command until a re-send arrives, and losses come in bursts
+            (1 s per unit: 50 ms at 5 % loss).
         backtrack_ring, backtrack_min: of the last ``backtrack_ring`` shots with a claimed view
-            time, at least ``backtrack_min`` must be stale ("consistently": 12 of 20).
+            time, at least ``backtrack_min`` must be stale ("consistently": 5 of 8; honest claims sit
+            well inside the allowances, see the scenario tests).
         cooldown_s: at most one Detection per player and kind per this many seconds.
         *_severity: severity of each kind's Detection.
     """
@@ -91,24 +104,29 @@ class FireConfig:
     geometry_tolerance_m: float = 0.01
     silent_aim_count: int = 2
     silent_aim_window_s: float = 30.0
+    angle_tolerance_deg: float = 0.5
+    silent_aim_angles_count: int = 3
+    silent_aim_angles_window_s: float = 30.0
     ghost_distance_m: float = 15.0
     ghost_range_margin_m: float = 15.0
     ghost_count: int = 2
     ghost_window_s: float = 30.0
     interp_s: float = 0.100
     stale_margin_s: float = 0.100
-    backtrack_ring: int = 20
-    backtrack_min: int = 12
+    loss_allowance_s: float = 1.0
+    backtrack_ring: int = 8
+    backtrack_min: int = 5
     cooldown_s: float = 10.0
     auto_c_severity: float = 0.6
     rapid_fire_severity: float = 0.7
     silent_aim_geometry_severity: float = 0.9
+    silent_aim_angles_severity: float = 0.9
     afk_ghost_severity: float = 0.8
     backtrack_severity: float = 0.6
 
     def __post_init__(self) -> None:
         if min(self.auto_c_count, self.rapid_fire_count, self.too_soon_count, self.silent_aim_count,
-               self.ghost_count, self.backtrack_min) < 1 or self.backtrack_min > self.backtrack_ring:
+               self.ghost_count, self.backtrack_min, self.silent_aim_angles_count) < 1 or self.backtrack_min > self.backtrack_ring:
             raise ValueError("counts must be >= 1 and backtrack_min <= backtrack_ring")
 
     def auto_c_limit_s(self, weapon_id: int) -> float | None:
@@ -123,6 +141,10 @@ class FireConfig:
     def severity(self, kind: str) -> float:
         """Severity of a Detection of ``kind``."""
         return float(getattr(self, f"{kind}_severity", 0.5))
+
+
+_VIEWS_KEPT = 8
+"""Commands' view angles kept per player: a shot's result follows its command within the tick."""
 
 
 class _Burst:
@@ -144,9 +166,10 @@ def _dist(a: Vec3, b: Vec3) -> float:
 
 
 class _PlayerFire:
-    __slots__ = ("last_weapon", "last_time_s", "bursts", "stale", "last_emit")
+    __slots__ = ("last_weapon", "last_time_s", "bursts", "stale", "last_emit", "views")
 
     def __init__(self) -> None:
+        self.views: deque[tuple[int, float, float]] = deque(maxlen=_VIEWS_KEPT)
         self.last_weapon: int | None = None
         self.last_time_s = -math.inf
         self.bursts: dict[str, _Burst] = {}
@@ -178,6 +201,7 @@ class FireDetector(Detector):
                 "rapid_fire": _Burst(cfg.rapid_fire_count, cfg.rapid_fire_window_s),
                 "too_soon": _Burst(cfg.too_soon_count, cfg.too_soon_window_s),
                 "silent_aim_geometry": _Burst(cfg.silent_aim_count, cfg.silent_aim_window_s),
+                "silent_aim_angles": _Burst(cfg.silent_aim_angles_count, cfg.silent_aim_angles_window_s),
                 "afk_ghost": _Burst(cfg.ghost_count, cfg.ghost_window_s),
             }
             st.stale = deque(maxlen=cfg.backtrack_ring)
@@ -195,12 +219,13 @@ class FireDetector(Detector):
             st.last_time_s = -math.inf
         return NO_DETECTIONS
 
-    def _allowance_s(self, player: int, skip: SkipBook) -> tuple[float, float | None]:
-        """(interval allowance, rtt in s or None) from the latest connection sample."""
+    def _allowance_s(self, player: int, skip: SkipBook) -> tuple[float, float | None, float]:
+        """(interval allowance s, rtt s or None, loss 0..1) from the latest connection sample."""
         conn = skip.connection(player)
         jitter = conn.jitter_ms / 1000.0 if conn is not None else 0.0
         rtt = conn.rtt_ms / 1000.0 if conn is not None else None
-        return self.config.tick_allowance_s + self.config.jitter_factor * max(jitter, 0.0), rtt
+        loss = min(max(conn.loss, 0.0), 1.0) if conn is not None else 0.0
+        return self.config.tick_allowance_s + self.config.jitter_factor * max(jitter, 0.0), rtt, loss
 
     def _emit(self, st: _PlayerFire, player: int, tick: int, time_s: float, kind: str, value: float,
               reason: str, evidence: dict[str, float | int | str]) -> list[Detection]:
@@ -221,11 +246,12 @@ class FireDetector(Detector):
             # Break the timing chain: no interval that spans a skipped period is judged.
             st.last_weapon = None
             return NO_DETECTIONS
-        allowance, rtt = self._allowance_s(shot.shooter, skip)
+        allowance, rtt, loss = self._allowance_s(shot.shooter, skip)
         out: list[Detection] = []
         out += self._timing(st, shot, allowance)
         out += self._geometry(st, shot)
-        out += self._backtrack(st, shot, allowance, rtt)
+        out += self._angles(st, shot)
+        out += self._backtrack(st, shot, allowance + self.config.loss_allowance_s * loss, rtt)
         return out
 
     def _timing(self, st: _PlayerFire, shot: ShotResult, allowance: float) -> list[Detection]:
@@ -255,6 +281,28 @@ class FireDetector(Detector):
                               {"interval_s": measured, "judged_s": judged, "limit_s": limit,
                                "weapon": shot.weapon, "count": cfg.auto_c_count})
         return out
+
+    def on_aim(self, sample: AimSample, skip: SkipBook) -> Sequence[Detection]:
+        self._state(sample.player).views.append((sample.seq, sample.yaw_deg, sample.pitch_deg))
+        return NO_DETECTIONS
+
+    def _angles(self, st: _PlayerFire, shot: ShotResult) -> list[Detection]:
+        seq = shot.claim.seq
+        cmd = prev = None
+        for view in st.views:
+            if view[0] == seq:
+                cmd = view
+            elif view[0] == seq - 1:
+                prev = view
+        if cmd is None:
+            return []
+        moved = angular_step_deg(prev[1], prev[2], cmd[1], cmd[2]) if prev is not None else 0.0
+        off = angular_step_deg(cmd[1], cmd[2], shot.claim.yaw_deg, shot.claim.pitch_deg)
+        if off <= moved + self.config.angle_tolerance_deg or not st.bursts["silent_aim_angles"].add(shot.time_s):
+            return []
+        return self._emit(st, shot.shooter, shot.tick, shot.time_s, "silent_aim_angles", off,
+                          f"SilentAim-angles-{off:.1f}deg",
+                          {"off_deg": off, "view_moved_deg": moved, "victim": -1 if shot.victim is None else shot.victim})
 
     def _geometry(self, st: _PlayerFire, shot: ShotResult) -> list[Detection]:
         cfg = self.config
@@ -296,7 +344,7 @@ class FireDetector(Detector):
         age = shot.time_s - view
         overruled = (shot.rewind_decision in (RewindDecision.ESTIMATE, RewindDecision.MAX_UNLAG)
                      and view < shot.rewind_time_s)
-        expected = math.inf if rtt is None else rtt / 2.0 + cfg.interp_s + allowance
+        expected = math.inf if rtt is None else rtt + cfg.interp_s + allowance
         stale = overruled or age > expected + cfg.stale_margin_s
         st.stale.append(stale)
         count = sum(st.stale)

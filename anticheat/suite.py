@@ -24,10 +24,12 @@ from anticheat.movement import MovementConfig as MovementDetectorConfig
 from anticheat.movement import MovementDetector
 from anticheat.pipeline import DetectionPipeline
 from anticheat.population import PopulationConfig, PopulationDetector
+from anticheat.recoil import RecoilConfig, RecoilDetector
 from anticheat.sanctions import SanctionConfig, SanctionPolicy
 from anticheat.skip import SkipBook, SkipConfig
 from anticheat.store import DetectionStore
 from anticheat.tolerances import ToleranceError, apply_all
+from anticheat.trigger import TriggerConfig, TriggerDetector
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +45,8 @@ def default_configs() -> dict[str, Any]:
         "aimdetect": AimDetectConfig(),
         "fire": FireConfig(),
         "movement": MovementDetectorConfig(),
+        "recoil": RecoilConfig(),
+        "trigger": TriggerConfig(),
         "population": PopulationConfig(),
         "sanctions": SanctionConfig(),
     }
@@ -68,6 +72,8 @@ def build_detectors(configs: Mapping[str, Any], model: TrainedModel | None) -> l
         AimStatsDetector(configs["aimstats"]),
         FireDetector(configs["fire"]),
         MovementDetector(configs["movement"]),
+        RecoilDetector(configs["recoil"]),
+        TriggerDetector(configs["trigger"]),
         PopulationDetector(configs["population"]),
     ]
     if model is not None:

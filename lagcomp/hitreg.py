@@ -584,6 +584,7 @@ def to_shot_result(
     time_s: float,
     decision: RewindDecision,
     damage: float,
+    first_contact: bool | None = None,
 ) -> ShotResult:
     """The :class:`ShotResult` of one ray (a cold path: one Python object per registered ray)."""
     victim = int(hits.victim[row])
@@ -609,6 +610,7 @@ def to_shot_result(
         damage=float(damage) if victim >= 0 else 0.0,
         claim=claim,
         bait_hit=bool(hits.bait_hit[row]),
+        first_contact=first_contact,
     )
 
 

@@ -1,8 +1,9 @@
 """Which past time a shot's targets are rewound to (REFERENCES section 7, Source engine).
 
 The server estimates what the shooter was looking at: ``now - latency - interp_delay`` (the
-world state reached the client one outgoing latency late and the client rendered it one
-interpolation delay later still). A client's claimed view time is evidence: it is used only when
+world state reached the client one downstream trip late, the client rendered it one
+interpolation delay later still, and the command took an upstream trip back: the latency is the
+round trip, as Source's send-to-ack "outgoing latency" is). A client's claimed view time is evidence: it is used only when
 it lies within ``claim_tolerance_s`` of the estimate, otherwise the estimate wins. The result is
 never older than ``now - max_unlag_s`` and never in the future. Units: seconds.
 """
@@ -56,8 +57,10 @@ def rewind_times(
 
     Args:
         now_s: server time of registration (s).
-        latency_s: the shooter's one-way outgoing latency estimate (s); negative or non-finite values
-            are treated as 0 (the server measured it, so this only guards against a bad estimator).
+        latency_s: the shooter's outgoing latency estimate (s): Source measures it send-to-ack, so
+            it is the round trip (what the client renders is one downstream trip old when it
+            fires, and the command takes an upstream trip); negative or non-finite values are
+            treated as 0 (the server measured it, so this only guards against a bad estimator).
         claimed_view_time_s: the client's claimed view time (s), NaN where the shot carried none.
         policy: the rewind policy.
     Returns:

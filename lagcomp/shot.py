@@ -78,6 +78,12 @@ class ShotResult:
         claim: the client's claims for this shot.
         bait_hit: the ray touched a bait target (AimDetect) before any wall; baits never take damage
             and never stop a ray, so this is independent of ``victim``.
+        first_contact: pellet 0 only. The server casts the shot's crosshair (view angles plus punch,
+            without spread) and the previous command's crosshair (one command duration earlier);
+            True when the crosshair is on a player now but was not on that player one command
+            before, False when it already was, None when it is on nobody or was not probed (other
+            pellets, no previous command of the same life). A shot fired exactly when the
+            crosshair first touches a player, again and again, is a triggerbot's mark.
     """
 
     shooter: int
@@ -101,3 +107,4 @@ class ShotResult:
     damage: float
     claim: ShotClaim
     bait_hit: bool = False
+    first_contact: bool | None = None

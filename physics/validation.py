@@ -135,6 +135,11 @@ class MovementValidator:
         self.rejected[slot] = 0
         self.suppressed[slot] = 0
 
+    def awaiting_ack(self, slot: int, now_s: float) -> bool:
+        """Whether ``slot`` still has an unacknowledged setback or respawn (within the timeout)."""
+        since = self.pending_since_s[slot]
+        return bool(not np.isnan(since) and now_s - since < self.config.setback_ack_timeout_s)
+
     def acknowledge(self, slots: np.ndarray | int) -> None:
         """The clients in ``slots`` confirmed they applied the last correction sent to them."""
         self.pending_since_s[slots] = np.nan

@@ -67,6 +67,9 @@ class ServerConfig:
         max_clients: simultaneous players (slots).
         client_timeout_s: a client silent this long is disconnected (s).
         respawn_delay_s: time dead before respawning (s).
+        correction_resend_s: a respawn CORRECTION is sent again this often (s) until the client's
+            claims show it arrived: UDP may lose it, and a client that never learns where it
+            spawned claims its old position, which looks like a teleport.
         primaries: weapons a player may spawn holding (one is drawn per spawn from the seeded rng);
             every player also carries the pistol as secondary.
         connection_sample_interval_s: how often connection quality goes to the detectors (s).
@@ -80,6 +83,7 @@ class ServerConfig:
     max_clients: int = 64
     client_timeout_s: float = 10.0
     respawn_delay_s: float = 2.0
+    correction_resend_s: float = 0.2
     primaries: tuple[int, ...] = (
         int(WeaponId.ASSAULT_RIFLE),
         int(WeaponId.SMG),

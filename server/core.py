@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,6 +75,17 @@ class _PendingShot:
     directions: np.ndarray
     cmd_time_s: float
     recoil: tuple[float, float]
+    crosshair: np.ndarray
+    """Spread-free direction of this command's crosshair (unit)."""
+    probe: np.ndarray | None
+    """Spread-free direction of the previous command's crosshair (unit), None when unknown."""
+    probe_dt_s: float
+
+
+def _crosshair(yaw_deg: float, pitch_deg: float, punch_pitch_deg: float, punch_yaw_deg: float) -> np.ndarray:
+    """Unit direction of the spread-free crosshair: view plus punch, as physics.shot_directions aims."""
+    return np.asarray(view_direction(yaw_deg - punch_yaw_deg, min(90.0, max(-90.0, pitch_deg + punch_pitch_deg))),
+                      dtype=np.float64)
 
 
 class ServerCore:
@@ -313,6 +325,7 @@ class ServerCore:
         self._expire_clients(now_s)
         self._respawn_due(now_s)
         pending = self._apply_inputs(now_s)
+        self._resend_corrections(now_s)
         self._resolve_shots(pending, now_s)
         self._connection_samples(now_s)
         detections = self._detect()
@@ -350,7 +363,23 @@ class ServerCore:
                 cmd_seq=max(session.last_applied_seq, 0), pos=(spawn.x, spawn.y, 0.0), vel=(0.0, 0.0, 0.0)
             )
             self._send(session, correction)
+            session.unacked = (correction, now_s)
         self.weapons.sync_to(self.world)
+
+    def _resend_corrections(self, now_s: float) -> None:
+        for session in self.by_slot.values():
+            if session.unacked is None:
+                continue
+            if not self.validator.awaiting_ack(session.slot, now_s):
+                session.unacked = None
+                continue
+            correction, sent_s = session.unacked
+            if now_s - sent_s >= self.config.correction_resend_s:
+                # Re-stamped with the newest applied command, or the client drops it as stale.
+                correction = dataclasses.replace(correction, cmd_seq=max(session.last_applied_seq, 0))
+                self.counters["corrections_resent"] += 1
+                self._send(session, correction)
+                session.unacked = (correction, now_s)
 
     # ---------------------------------------------------------- 1. apply inputs
 
@@ -358,6 +387,11 @@ class ServerCore:
         sessions = [s for s in self.by_slot.values() if s.queued]
         if not sessions:
             return []
+        for s in sessions:
+            if s.last_applied_seq < 0:
+                # The client's first commands: it may have learnt its spawn only now (a lost ACCEPT
+                # delays everything), so the wait for its acknowledgement starts here, not at spawn.
+                self.validator.reset(s.slot, now_s)
         slots = np.array([s.slot for s in sessions], dtype=np.intp)
         counts = np.array([len(s.queued) for s in sessions], dtype=np.int64)
         accepted, evidence = self.timer.on_commands_batch(
@@ -461,7 +495,11 @@ class ServerCore:
         )
         origin = eye_positions(w, np.array([slot]))[0]
         session.shots_fired += 1
-        return _PendingShot(session, shot, origin, directions, t_cmd, (cmd.recoil_pitch_deg, cmd.recoil_yaw_deg))
+        crosshair = _crosshair(cmd.yaw_deg, cmd.pitch_deg, outcome.punch_pitch_deg, outcome.punch_yaw_deg)
+        last = session.last_aim
+        probe = _crosshair(*last[1:]) if last is not None and last[0] == cmd.seq - 1 else None
+        return _PendingShot(session, shot, origin, directions, t_cmd, (cmd.recoil_pitch_deg, cmd.recoil_yaw_deg),
+                            crosshair, probe, float(cmd.duration_s))
 
     def _aim_samples(self, round_: list[tuple[ClientSession, proto.Command]], slots: np.ndarray, now_s: float) -> None:
         w = self.world
@@ -483,6 +521,8 @@ class ServerCore:
             slot = session.slot
             b = int(best[i])
             has = bool(np.isfinite(angle[i, b]))
+            session.last_aim = (cmd.seq, cmd.yaw_deg, cmd.pitch_deg, float(self.weapons.punch_pitch_deg[slot]),
+                                float(self.weapons.punch_yaw_deg[slot]))
             self._tick_events.append(
                 AimSample(
                     player=slot, tick=self.tick, time_s=now_s, seq=cmd.seq,
@@ -509,17 +549,36 @@ class ServerCore:
         claimed_time = np.array([p.shot.view_time_s for p, _ in rows])
         times, codes = rewind_times(now_s, latency, claimed_time, self.config.rewind)
         weapon_ids = np.array([p.shot.weapon for p, _ in rows], dtype=np.int16)
+        origin = np.array([p.origin for p, _ in rows])
+        direction = np.array([p.directions[k] for p, k in rows])
+        # Probe rays ride in the same batch and never deal damage: the spread-free crosshair of
+        # the shot, and that of the previous command one command earlier (first contact).
+        probed = [row for row, (p, k) in enumerate(rows) if k == 0 and p.probe is not None]
+        n_probed = len(probed)
+        if probed:
+            back = times[probed] - np.array([rows[r][0].probe_dt_s for r in probed])
+            shooter = np.concatenate([shooter, shooter[probed], shooter[probed]])
+            origin = np.concatenate([origin, origin[probed], origin[probed]])
+            direction = np.concatenate([direction, np.array([rows[r][0].crosshair for r in probed]),
+                                        np.array([rows[r][0].probe for r in probed])])
+            times = np.concatenate([times, times[probed], np.maximum(0.0, back)])
+            weapon_ids = np.concatenate([weapon_ids, weapon_ids[probed], weapon_ids[probed]])
         batch = ShotBatch.build(
             shooter=shooter,
-            origin=np.array([p.origin for p, _ in rows]),
-            direction=np.array([p.directions[k] for p, k in rows]),
+            origin=origin,
+            direction=direction,
             time_s=times,
             max_range=np.array([WEAPONS[WeaponId(int(w))].max_range_m for w in weapon_ids]),
             weapon=weapon_ids,
-            pellet=np.array([k for _, k in rows], dtype=np.int16),
+            pellet=np.array([k for _, k in rows] + [0] * (2 * n_probed), dtype=np.int16),
         )
         hits = register_shots(batch, self.history, self.geometry, now_s, self.config.hitreg, baits=self._bait_targets())
-        damage = np.zeros(len(rows))
+        first_contact: dict[int, bool] = {}
+        for j, row in enumerate(probed):
+            now_on = int(hits.victim[len(rows) + j])
+            if now_on >= 0:
+                first_contact[row] = int(hits.victim[len(rows) + n_probed + j]) != now_on
+        damage = np.zeros(len(weapon_ids))
         has_victim = hits.victim >= 0
         for w_id in np.unique(weapon_ids[has_victim]):
             sel = has_victim & (weapon_ids == w_id)
@@ -531,7 +590,7 @@ class ServerCore:
             claim = self._claim(p)
             result = to_shot_result(
                 batch, hits, row, claim=claim, tick=self.tick, time_s=now_s,
-                decision=decision_of(int(codes[row])), damage=dealt,
+                decision=decision_of(int(codes[row])), damage=dealt, first_contact=first_contact.get(row),
             )
             self._tick_events.append(result)
             if victim < 0 or dealt <= 0.0:
@@ -645,8 +704,11 @@ class ServerCore:
     # ---------------------------------------------------------- helpers
 
     def _latency_s(self, slot: int, now_s: float) -> float:
-        """One-way latency estimate (s): half the smoothed round trip."""
-        return self.netstats.sample(slot, now_s).rtt_ms / 2000.0
+        """Age of the client's view when its command arrives, less interpolation (s): the smoothed
+        round trip. The client renders what the server sent one downstream trip ago and its
+        command takes an upstream trip back; Source's "outgoing latency" is measured send-to-ack,
+        a round trip too."""
+        return self.netstats.sample(slot, now_s).rtt_ms / 1000.0
 
     def _rtt_array(self, now_s: float) -> np.ndarray:
         rtt = np.zeros(self.config.max_clients)

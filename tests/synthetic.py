@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from anticheat.events import RewindDecision, ShotClaim, ShotResult
+from anticheat.events import AimSample, RewindDecision, ShotClaim, ShotResult
 
 
 def make_shot(shooter: int = 1, victim: int | None = 2, t: float = 1.0, tick: int = 64, weapon: int = 1) -> ShotResult:
@@ -28,4 +28,17 @@ def make_shot(shooter: int = 1, victim: int | None = 2, t: float = 1.0, tick: in
         victim_speed_m_s=3.0,
         damage=30.0 if victim is not None else 0.0,
         claim=ShotClaim(shooter=shooter, weapon=weapon, yaw_deg=0.0, pitch_deg=0.0),
+    )
+
+
+def make_aim(seq: int, *, player: int = 1, t: float | None = None, yaw: float = 0.0, pitch: float = 0.0,
+             reported: tuple[float, float] = (0.0, 0.0), server: tuple[float, float] = (0.0, 0.0),
+             weapon: int = 2, buttons: int = 0) -> AimSample:
+    """One applied command at 64 Hz (``t`` defaults to seq / 64 s): view angles, the recoil the
+    client reported and the punch the server simulated (pitch, yaw; deg)."""
+    return AimSample(
+        player=player, tick=seq, time_s=seq / 64.0 if t is None else t, seq=seq, yaw_deg=yaw, pitch_deg=pitch,
+        recoil_pitch_deg=reported[0], recoil_yaw_deg=reported[1], server_punch_pitch_deg=server[0],
+        server_punch_yaw_deg=server[1], buttons=buttons, weapon=weapon, weapon_switch=0, stance=0,
+        on_ground=True, speed_m_s=0.0, target=None, target_angle_deg=180.0, target_distance_m=0.0,
     )

@@ -267,7 +267,7 @@ def test_every_config_field_can_be_overridden_from_toml() -> None:
     text = """
     [fire]
     auto_c_pistol_s = 0.25
-    backtrack_min = 15
+    backtrack_min = 7
     [movement]
     lag_grace_s = 2
     [movement.teleport]
@@ -285,7 +285,7 @@ def test_every_config_field_can_be_overridden_from_toml() -> None:
     configs = {"fire": FireConfig(), "movement": MovementConfig(), "aimstats": AimStatsConfig(),
                "population": PopulationConfig(), "aimdetect": AimDetectConfig()}
     out = tolerances.apply_all(configs, tolerances.load_overrides(text))
-    assert out["fire"].auto_c_limit_s(PISTOL) == 0.25 and out["fire"].backtrack_min == 15
+    assert out["fire"].auto_c_limit_s(PISTOL) == 0.25 and out["fire"].backtrack_min == 7
     assert out["movement"].teleport.count == 2 and out["movement"].lag_grace_s == 2.0
     assert out["aimstats"].window_samples == 1024
     assert out["population"].sd_floor == (("hit_ratio", 0.02),)

@@ -108,3 +108,87 @@ def test_nan_claims_never_enter_state() -> None:
     core.receive(a.address, raw, now)
     core.step(now)
     assert np.all(np.isfinite(core.world.pos))
+
+
+def _core_with_shot_log():
+    from anticheat.detector import Detector
+    from anticheat.pipeline import DetectionPipeline
+    from anticheat.skip import SkipBook
+
+    class Log(Detector):
+        name = "shotlog"
+
+        def __init__(self) -> None:
+            self.shots: list = []
+
+        def on_shot(self, shot, skip):  # type: ignore[no-untyped-def]
+            self.shots.append(shot)
+            return ()
+
+    log = Log()
+    core = make_core()
+    core.pipeline = DetectionPipeline([log], SkipBook())
+    return core, log
+
+
+def test_first_contact_tells_whether_the_crosshair_was_already_on_the_victim() -> None:
+    core, log = _core_with_shot_log()
+    a = ScriptedClient("alice", ("127.0.0.1", 5001))
+    b = ScriptedClient("bob", ("127.0.0.1", 5002))
+    for c in (a, b):
+        c.connect(core, 0.0)
+    run_ticks(core, [a, b], 3)
+    place(core, a.slot, (10.0, 30.0), 0.0, a)
+    place(core, b.slot, (25.0, 30.0), 180.0, b)
+    weapon_ready(core, a.slot, int(WeaponId.PISTOL))
+    run_ticks(core, [a, b], 40)
+    shot = proto.Shot(cmd_seq=0, weapon=int(WeaponId.PISTOL), yaw_deg=0.0, pitch_deg=-1.5, view_time_s=0.0)
+    # Per 160-tick round (shots 50-60 ticks apart, slower than the pistol's 0.6 s): at 20 the
+    # crosshair has been on bob since the round began; at 70 it swings onto bob from 30 deg away
+    # in the shot's own command; at 120 it points at empty space.
+    def yaw_at(k: int) -> float:
+        return 0.0 if k <= 20 else 30.0 if k < 70 else 0.0 if k < 120 else 60.0
+
+    def script(c: ScriptedClient, now: float) -> bytes:
+        if c is b:
+            core.world.health[b.slot] = 100.0  # bob must survive to stay where he is
+            return c.command(now, yaw=180.0)
+        k = core.tick % 160
+        yaw = yaw_at(k)
+        if k in (20, 70, 120):
+            return c.command(now, yaw=yaw, pitch=-1.5, buttons=1,
+                             shots=(shot._replace(yaw_deg=yaw, view_time_s=now - 0.1),))
+        return c.command(now, yaw=yaw, pitch=-1.5)
+
+    run_ticks(core, [a, b], 160 * 2, script)
+    fired = [(yaw_at((s.tick - 1) % 160), s.first_contact) for s in log.shots if s.shooter == a.slot]
+    assert len(fired) == 6
+    # (The server applies a command on the tick after it arrives.)
+    held = [fc for y, fc in fired if y == 0.0]
+    assert sorted(held, key=str) == [False, False, True, True]
+    assert [fc for y, fc in fired if y == 60.0] == [None, None]
+
+
+def test_a_lost_respawn_correction_is_sent_again_until_claims_show_it_arrived() -> None:
+    core = make_core()
+    a = ScriptedClient("alice", ("127.0.0.1", 5001))
+    a.connect(core, 0.0)
+
+    def lost(c: ScriptedClient, now: float) -> bytes:
+        c.own = None  # the client never learns where it spawned: it keeps claiming (0, 0, 0)
+        return c.command(now)
+
+    run_ticks(core, [a], 48, lost)  # 0.75 s
+    assert len(a.corrections) >= 3 and core.counters["corrections_resent"] >= 2
+    spawn_pos = a.corrections[0].pos
+    assert all(c.pos == spawn_pos for c in a.corrections)
+
+    def healed(c: ScriptedClient, now: float) -> bytes:
+        c.own = proto.OwnState(spawn_pos, (0.0, 0.0, 0.0), 0.0, 0.0, 100.0, 0, 0, 0, 0, True, True)
+        return c.command(now)
+
+    run_ticks(core, [a], 8, healed)
+    sent = core.counters["corrections_resent"]
+    run_ticks(core, [a], 64, healed)
+    assert core.counters["corrections_resent"] == sent
+    assert core.rejections.get("internal_error", 0) == 0

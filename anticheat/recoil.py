@@ -1,0 +1,135 @@
+"""Recoil reports checked against the server's own recoil simulation, command by command.
+
+Every INPUT command reports the recoil kick (punch) the client says it was under; the server
+simulates the same punch from the same weapon state on the player's command clock (physics'
+WeaponState), so an honest client's report matches the server's to rounding. A no-recoil cheat
+removes the punch on its side and reports none (IW4MAdmin's Recoil check looks for exactly that,
+but only as a session statistic over many hits); here each command is evidence on its own.
+
+Kind (detector ``recoil``):
+
+- ``recoil_report``: of the last ``ring`` commands during which the server's punch was at least
+  ``min_punch_deg``, at least ``min_mismatch`` reported a punch that differs from the server's by
+  more than ``abs_tolerance_deg + rel_tolerance * |server punch|``.
+
+Units: degrees. Commands with weapons that have no recoil never count; a spawn clears the ring
+(the client may still report its previous life's kick for a command or two).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import Counter, deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from anticheat.detector import NO_DETECTIONS, Detector
+from anticheat.events import AimSample, Detection, SpawnEvent
+from anticheat.skip import SkipBook
+from world.weapons import weapon
+
+log = logging.getLogger(__name__)
+
+__all__ = ["RecoilConfig", "RecoilDetector"]
+
+
+@dataclass(frozen=True, slots=True)
+class RecoilConfig:
+    """Recoil-report tolerances.
+
+    Attributes:
+        min_punch_deg: only commands under at least this much server punch (deg) are judged.
+        abs_tolerance_deg, rel_tolerance: a report is a mismatch when it differs from the server's
+            punch (pitch and yaw combined, deg) by more than abs + rel * |server punch|.
+        ring, min_mismatch: of the last ``ring`` judged commands, ``min_mismatch`` mismatches make a
+            detection (24 of 32: about half a second of spraying, or a few single shots).
+        cooldown_s: at most one Detection per player per this many seconds.
+        severity: of the Detection.
+    """
+
+    min_punch_deg: float = 0.5
+    abs_tolerance_deg: float = 0.25
+    rel_tolerance: float = 0.3
+    ring: int = 32
+    min_mismatch: int = 24
+    cooldown_s: float = 10.0
+    severity: float = 0.8
+
+    def __post_init__(self) -> None:
+        if self.ring < 1 or not 1 <= self.min_mismatch <= self.ring:
+            raise ValueError("need ring >= 1 and 1 <= min_mismatch <= ring")
+        if min(self.min_punch_deg, self.abs_tolerance_deg, self.rel_tolerance) < 0.0:
+            raise ValueError("tolerances must be >= 0")
+
+
+class _PlayerRecoil:
+    __slots__ = ("ring", "last_emit_s")
+
+    def __init__(self, size: int) -> None:
+        self.ring: deque[bool] = deque(maxlen=size)
+        self.last_emit_s = -math.inf
+
+
+class RecoilDetector(Detector):
+    """Per-command comparison of reported and simulated recoil."""
+
+    name = "recoil"
+
+    def __init__(self, config: RecoilConfig | None = None) -> None:
+        self.config = config or RecoilConfig()
+        self._players: dict[int, _PlayerRecoil] = {}
+        self._has_recoil: dict[int, bool] = {}
+        self.skipped: Counter[str] = Counter()
+
+    def skip_counts(self) -> Mapping[str, int]:
+        """Commands not judged, per skip reason."""
+        return dict(self.skipped)
+
+    def reset_player(self, player: int) -> None:
+        self._players.pop(player, None)
+
+    def on_spawn(self, spawn: SpawnEvent, skip: SkipBook) -> Sequence[Detection]:
+        st = self._players.get(spawn.player)
+        if st is not None:
+            st.ring.clear()
+        return NO_DETECTIONS
+
+    def _recoils(self, weapon_id: int) -> bool:
+        has = self._has_recoil.get(weapon_id)
+        if has is None:
+            try:
+                has = weapon(weapon_id).has_recoil
+            except KeyError:
+                has = False
+            self._has_recoil[weapon_id] = has
+        return has
+
+    def on_aim(self, sample: AimSample, skip: SkipBook) -> Sequence[Detection]:
+        cfg = self.config
+        server = math.hypot(sample.server_punch_pitch_deg, sample.server_punch_yaw_deg)
+        if server < cfg.min_punch_deg or not self._recoils(sample.weapon):
+            return NO_DETECTIONS
+        reason = skip.player_reason(sample.player)
+        if reason is not None:
+            self.skipped[reason.value] += 1
+            return NO_DETECTIONS
+        st = self._players.get(sample.player)
+        if st is None:
+            st = self._players[sample.player] = _PlayerRecoil(cfg.ring)
+        diff = math.hypot(sample.recoil_pitch_deg - sample.server_punch_pitch_deg,
+                          sample.recoil_yaw_deg - sample.server_punch_yaw_deg)
+        st.ring.append(diff > cfg.abs_tolerance_deg + cfg.rel_tolerance * server)
+        count = sum(st.ring)
+        if len(st.ring) < cfg.ring or count < cfg.min_mismatch or sample.time_s - st.last_emit_s < cfg.cooldown_s:
+            return NO_DETECTIONS
+        st.last_emit_s = sample.time_s
+        st.ring.clear()
+        reported = math.hypot(sample.recoil_pitch_deg, sample.recoil_yaw_deg)
+        log.info("recoil: player %d reports %.2f deg against %.2f simulated (%d/%d)",
+                 sample.player, reported, server, count, cfg.ring)
+        return [Detection(player=sample.player, tick=sample.tick, time_s=sample.time_s, detector=self.name,
+                          kind="recoil_report", value=diff, severity=cfg.severity,
+                          reason=f"RecoilReport-{count}/{cfg.ring}",
+                          evidence={"mismatched": count, "of": cfg.ring, "reported_deg": reported,
+                                    "server_deg": server, "weapon": sample.weapon})]

@@ -1,0 +1,143 @@
+"""The per-command recoil-report check, the triggerbot SPRT and the silent-aim angle check."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+
+from anticheat.events import ConnectionSample, Detection, SpawnEvent
+from anticheat.fire import FireDetector
+from anticheat.recoil import RecoilConfig, RecoilDetector
+from anticheat.skip import SkipBook
+from anticheat.trigger import TriggerConfig, TriggerDetector
+from anticheat.trw import wald_thresholds
+from tests.synthetic import make_aim, make_shot
+from world.weapons import WeaponId
+
+SMG = int(WeaponId.SMG)
+
+
+def book(rtt_ms: float = 60.0, loss: float = 0.0) -> SkipBook:
+    b = SkipBook()
+    b.record(ConnectionSample(player=1, time_s=0.0, rtt_ms=rtt_ms, jitter_ms=2.0, loss=loss, since_update_s=0.0))
+    return b
+
+
+# --- recoil report ------------------------------------------------------------------------------
+
+
+def spray(det: RecoilDetector, skip: SkipBook, n: int, *, report_scale: float, start: int = 1) -> list[Detection]:
+    """``n`` commands under a decaying kick; the client reports ``report_scale`` times the truth."""
+    out: list[Detection] = []
+    for i in range(n):
+        punch = (2.0 * math.exp(-0.05 * (i % 20)), 0.3)
+        reported = (punch[0] * report_scale, punch[1] * report_scale)
+        out += det.on_aim(make_aim(start + i, reported=reported, server=punch, weapon=SMG), skip)
+    return out
+
+
+def test_zero_recoil_report_under_a_kick_is_detected() -> None:
+    found = spray(RecoilDetector(), book(), 40, report_scale=0.0)
+    assert [(d.detector, d.kind) for d in found] == [("recoil", "recoil_report")]
+    assert found[0].evidence["mismatched"] >= 24 and found[0].evidence["reported_deg"] == 0.0
+
+
+def test_honest_reports_and_small_disagreements_are_clean() -> None:
+    assert spray(RecoilDetector(), book(), 400, report_scale=1.0) == []
+    # Prediction a little off (10 %) stays inside the relative tolerance.
+    assert spray(RecoilDetector(), book(), 400, report_scale=0.9) == []
+
+
+def test_no_kick_no_judgement_and_spawn_clears() -> None:
+    det = RecoilDetector()
+    skip = book()
+    # Under the minimum punch nothing is judged, whatever is reported.
+    quiet = [det.on_aim(make_aim(i, reported=(0.0, 0.0), server=(0.3, 0.0), weapon=SMG), skip) for i in range(100)]
+    assert all(not d for d in quiet)
+    # 20 bad commands, a spawn, 20 bad commands: never 32 in one life.
+    assert spray(det, skip, 20, report_scale=0.0) == []
+    det.on_spawn(SpawnEvent(player=1, tick=500, time_s=8.0), skip)
+    assert spray(det, skip, 20, report_scale=0.0, start=600) == []
+
+
+def test_bad_link_is_skipped() -> None:
+    det = RecoilDetector()
+    assert spray(det, book(rtt_ms=900.0), 64, report_scale=0.0) == []
+    assert sum(det.skip_counts().values()) == 64
+
+
+# --- triggerbot -----------------------------------------------------------------------------------
+
+
+def shots(pattern: str, start_s: float = 1.0) -> list:
+    """One pellet-0 shot per character: ``T`` crosshair on a player (first contact), ``o`` on a
+    player already before, ``.`` on nobody."""
+    out = []
+    for i, c in enumerate(pattern):
+        s = make_shot(victim=2 if c != "." else None, t=start_s + 0.5 * i)
+        out.append(dataclasses.replace(s, first_contact={"T": True, "o": False, ".": None}[c]))
+    return out
+
+
+def run(det: TriggerDetector, skip: SkipBook, pattern: str) -> list[Detection]:
+    out: list[Detection] = []
+    for s in shots(pattern):
+        out += det.on_shot(s, skip)
+    return out
+
+
+def test_triggerbot_is_flagged_after_walds_number_of_on_target_shots() -> None:
+    cfg = TriggerConfig()
+    up = math.log(cfg.cheat_rate / cfg.honest_rate)
+    need = math.ceil(wald_thresholds(cfg.alpha, cfg.beta).log_upper / up)
+    assert run(TriggerDetector(), book(), "T" * (need - 1)) == []
+    found = run(TriggerDetector(), book(), "ToT" * need)
+    assert found and found[0].kind == "on_target" and found[0].evidence["shots"] == need
+    assert found[0].evidence["first_contact"] >= need // 2
+
+
+def test_honest_shooting_is_never_flagged() -> None:
+    # Half the shots on target (the best honest bots measured), in long runs and in streaks.
+    assert run(TriggerDetector(), book(), "oT.." * 100) == []
+    assert run(TriggerDetector(), book(), ("o" * 8 + "." * 3) * 30) == []
+
+
+def test_an_honest_verdict_restarts_the_walk() -> None:
+    # A player cleared early who later fires only on target is still caught.
+    det = TriggerDetector()
+    assert run(det, book(), "...." + "T" * 40)
+
+
+# --- silent aim: shot angles off the command's crosshair path ----------------------------------
+
+
+def test_shot_angles_away_from_the_view_are_silent_aim() -> None:
+    det = FireDetector()
+    skip = book()
+    found: list[Detection] = []
+    for k in range(4):
+        seq = 100 + 50 * k
+        det.on_aim(make_aim(seq - 1, yaw=10.0, pitch=0.0), skip)
+        det.on_aim(make_aim(seq, yaw=10.2, pitch=0.0), skip)
+        s = make_shot(t=seq / 64.0)
+        s = dataclasses.replace(s, claim=dataclasses.replace(s.claim, seq=seq, yaw_deg=31.0, pitch_deg=-3.0))
+        found += det.on_shot(s, skip)
+    assert [d.kind for d in found] == ["silent_aim_angles"]
+    assert found[0].value == pytest.approx(21.0, abs=0.3)
+
+
+def test_shots_along_a_fast_flick_are_not_silent_aim() -> None:
+    det = FireDetector()
+    skip = book()
+    found: list[Detection] = []
+    for k in range(10):
+        seq = 100 + 50 * k
+        # A 20 deg flick in one command, the shot fired part-way through it (sub-tick).
+        det.on_aim(make_aim(seq - 1, yaw=0.0), skip)
+        det.on_aim(make_aim(seq, yaw=20.0), skip)
+        s = make_shot(t=seq / 64.0)
+        s = dataclasses.replace(s, claim=dataclasses.replace(s.claim, seq=seq, yaw_deg=12.0, pitch_deg=0.0))
+        found += det.on_shot(s, skip)
+    assert found == []
