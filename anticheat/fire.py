@@ -82,7 +82,7 @@ class FireConfig:
             packet delays its command until a re-send arrives, and losses come in bursts
             (1 s per unit: 50 ms at 5 % loss).
         backtrack_ring, backtrack_min: of the last ``backtrack_ring`` shots with a claimed view
-            time, at least ``backtrack_min`` must be stale ("consistently": 5 of 8; honest claims sit
+            time (fewer early on), at least ``backtrack_min`` must be stale ("consistently": 5 of 8; honest claims sit
             well inside the allowances, see the scenario tests).
         cooldown_s: at most one Detection per player and kind per this many seconds.
         *_severity: severity of each kind's Detection.
@@ -348,7 +348,7 @@ class FireDetector(Detector):
         stale = overruled or age > expected + cfg.stale_margin_s
         st.stale.append(stale)
         count = sum(st.stale)
-        if len(st.stale) < cfg.backtrack_ring or count < cfg.backtrack_min:
+        if count < cfg.backtrack_min:
             return []
         st.stale.clear()
         return self._emit(st, shot.shooter, shot.tick, shot.time_s, "backtrack", age,

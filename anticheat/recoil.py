@@ -12,8 +12,10 @@ Kind (detector ``recoil``):
   ``min_punch_deg``, at least ``min_mismatch`` reported a punch that differs from the server's by
   more than ``abs_tolerance_deg + rel_tolerance * |server punch|``.
 
-Units: degrees. Commands with weapons that have no recoil never count; a spawn clears the ring
-(the client may still report its previous life's kick for a command or two).
+Units: degrees. Commands with weapons that have no recoil never count; neither do commands with
+FIRE held: such a command reports the kick its shot flew with, while the server's sample is taken
+after that shot's own kick. A spawn clears the ring (the client may still report its previous
+life's kick for a command or two).
 """
 
 from __future__ import annotations
@@ -27,11 +29,14 @@ from dataclasses import dataclass
 from anticheat.detector import NO_DETECTIONS, Detector
 from anticheat.events import AimSample, Detection, SpawnEvent
 from anticheat.skip import SkipBook
+from physics.buttons import Buttons
 from world.weapons import weapon
 
 log = logging.getLogger(__name__)
 
 __all__ = ["RecoilConfig", "RecoilDetector"]
+
+_FIRE = int(Buttons.FIRE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +113,7 @@ class RecoilDetector(Detector):
     def on_aim(self, sample: AimSample, skip: SkipBook) -> Sequence[Detection]:
         cfg = self.config
         server = math.hypot(sample.server_punch_pitch_deg, sample.server_punch_yaw_deg)
-        if server < cfg.min_punch_deg or not self._recoils(sample.weapon):
+        if server < cfg.min_punch_deg or sample.buttons & _FIRE or not self._recoils(sample.weapon):
             return NO_DETECTIONS
         reason = skip.player_reason(sample.player)
         if reason is not None:

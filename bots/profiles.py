@@ -136,6 +136,10 @@ class ProfileSpec:
         brain: builds the brain it rides on (default: the honest brain).
         observed_by: the detectors (``anticheat``) whose evidence this profile produces by what it
             does; documentation for reports, never used to tune the cheat.
+        blatant: every use leaves server-checkable evidence (an impossible move, interval, angle,
+            report or claim), so detectors are expected to flag it within a minute of play. The
+            subtle profiles (humanised aimbot, ESP, triggerbot) look like a skilled human shot by
+            shot and are caught, if at all, only statistically over longer play.
     """
 
     name: str
@@ -144,6 +148,7 @@ class ProfileSpec:
     hooks: HookFactory
     brain: BrainFactory = honest_brain
     observed_by: tuple[str, ...] = ()
+    blatant: bool = True
 
     @property
     def cheat(self) -> bool:
@@ -152,12 +157,12 @@ class ProfileSpec:
 
 
 def _spec(name: str, description: str, params: type, hooks: HookFactory, *, brain: BrainFactory = honest_brain,
-          observed_by: tuple[str, ...] = ()) -> tuple[str, ProfileSpec]:
-    return name, ProfileSpec(name, description, params, hooks, brain, observed_by)
+          observed_by: tuple[str, ...] = (), blatant: bool = True) -> tuple[str, ProfileSpec]:
+    return name, ProfileSpec(name, description, params, hooks, brain, observed_by, blatant)
 
 
 PROFILES: Mapping[str, ProfileSpec] = MappingProxyType(dict([
-    _spec(HONEST, "the honest human-like brain, no hooks", NoParams, _honest_hooks),
+    _spec(HONEST, "the honest human-like brain, no hooks", NoParams, _honest_hooks, blatant=False),
     _spec("lock_aimbot", "view locked exactly on the nearest visible enemy's head, fires when on it",
           LockParams, lambda p, c: LockAimbot(p, c),
           observed_by=("iw4m bone/snap/strain", "aimstats", "aimdetect + bait", "bustaim continuous")),
@@ -166,19 +171,19 @@ PROFILES: Mapping[str, ProfileSpec] = MappingProxyType(dict([
           observed_by=("iw4m strain/snap/bone", "aimstats snap rate", "aimdetect + bait")),
     _spec("smooth_aimbot", "humanised aimbot: a fraction `strength` of the remaining angle per tick",
           SmoothParams, lambda p, c: SmoothAimbot(p, c),
-          observed_by=("aimstats tracking/jitter", "iw4m bone", "aimdetect + bait")),
+          observed_by=("aimstats tracking/jitter", "iw4m bone", "aimdetect + bait"), blatant=False),
     _spec("silent_aim", "human view angles; the shot's angles and claims jump onto the target",
           SilentAimParams, lambda p, c: SilentAim(p, c),
-          observed_by=("iw4m offset", "iw4m bone", "aimdetect + bait")),
+          observed_by=("fire silent_aim_angles", "iw4m offset", "iw4m bone", "aimdetect + bait")),
     _spec("proaim", "claims hits with the hit point 20-200 m from the victim; rough aim",
           ProAimParams, lambda p, c: ProAim(p, c),
           observed_by=("bustaim proaim_teleport", "aimstats")),
     _spec("triggerbot", "fires exactly when the crosshair ray meets an enemy hitbox",
           TriggerbotParams, lambda p, c: Triggerbot(p, c),
-          observed_by=("aimdetect (time to fire, bait)", "aimstats")),
+          observed_by=("trigger on_target", "aimdetect (time to fire, bait)", "aimstats"), blatant=False),
     _spec("no_recoil", "recoil punch pulled down exactly; zero recoil reported",
           NoRecoilParams, lambda p, c: NoRecoil(p, c),
-          observed_by=("iw4m recoil",)),
+          observed_by=("recoil recoil_report", "iw4m recoil")),
     _spec("speedhack", "more commands than ticks (game clock 1.5x real time)",
           SpeedhackParams, lambda p, c: Speedhack(p, c),
           observed_by=("movement timer",)),
@@ -196,7 +201,7 @@ PROFILES: Mapping[str, ProfileSpec] = MappingProxyType(dict([
           observed_by=("fire rapid_fire",)),
     _spec("wallhack", "sees and tracks every entity the server sends, bait targets included",
           WallhackParams, lambda p, c: Wallhack(p, c), brain=_wallhack_brain,
-          observed_by=("aimdetect bait", "aimstats (tracking hidden players)")),
+          observed_by=("aimdetect bait", "aimstats (tracking hidden players)"), blatant=False),
     _spec("backtrack", "claims view times 150-400 ms older than its real one",
           BacktrackParams, lambda p, c: Backtrack(p, c),
           observed_by=("fire backtrack",)),

@@ -112,7 +112,7 @@ def _host_port(text: str) -> tuple[str, int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``referee`` argument parser with its four subcommands."""
+    """The ``referee`` argument parser with its subcommands."""
     parser = argparse.ArgumentParser(
         prog="referee",
         description="Authoritative shooter server simulation: server, bots, matches and replays.",
@@ -166,6 +166,19 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--detect", action="store_true", help="re-run the detector pipeline over the recorded events")
     replay.add_argument("--tolerances", metavar="FILE", help="TOML of detector tolerance overrides (with --detect)")
     replay.add_argument("--json", action="store_true", help="print the result as one JSON object on the last line")
+
+    evaluate = sub.add_parser(
+        "evaluate",
+        help="flag rate per cheat profile and honest false positives",
+        description="Play labelled scenarios in virtual time (default: every built-in cheat_<profile> scenario) "
+        "and report, per cheating bot, whether it was flagged within the deadline, by which detectors and when; "
+        "and every honest bot that was flagged at all.",
+    )
+    evaluate.add_argument("scenarios", nargs="*", help="scenario TOML files (default: the built-in cheat scenarios)")
+    evaluate.add_argument("--deadline", type=_positive_float, default=60.0, help="flagged within this many match seconds (default 60)")
+    evaluate.add_argument("--duration", type=_positive_float, help="override every scenario's duration (s)")
+    evaluate.add_argument("--jobs", type=_count, help="matches played in parallel (default: one per CPU)")
+    evaluate.add_argument("--json", action="store_true", help="print the report as one JSON object on the last line")
 
     train_ad = sub.add_parser(
         "train-aimdetect",
@@ -353,6 +366,42 @@ def _cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
+def _cmd_evaluate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    import json
+
+    from testbed.bot_factory import profile_names
+    from testbed.evaluation import ScenarioOutcome, builtin_cheat_scenarios, evaluate, render_evaluation
+    from testbed.scenario import ScenarioError, load_scenario
+
+    profiles = profile_names()
+    try:
+        scenarios = [load_scenario(p, profiles) for p in args.scenarios] or builtin_cheat_scenarios(profiles)
+    except ScenarioError as exc:
+        raise CliError(str(exc)) from exc
+    if args.duration is not None:
+        scenarios = [s.replace(duration_s=args.duration) for s in scenarios]
+    for s in scenarios:
+        _check_scenario_tolerances(s)
+
+    def done(o: ScenarioOutcome) -> None:
+        flagged = sum(c.flagged for c in o.cheaters)
+        err.write(f"{o.scenario}: {flagged}/{len(o.cheaters)} cheaters flagged, "
+                  f"{len(o.false_positives)}/{o.honest} honest flagged ({o.wall_s:.0f} s wall)\n")
+
+    report = evaluate(scenarios, deadline_s=args.deadline, jobs=args.jobs, on_done=done)
+    if args.json:
+        out.write(json.dumps(report.to_json(), sort_keys=True) + "\n")
+    else:
+        console = _console(out)
+        console.print(render_evaluation(report))
+        cheaters = report.cheaters
+        blatant = [c for c in cheaters if c.blatant]
+        console.print(f"flagged within {args.deadline:g} s: blatant cheaters {sum(c.flagged for c in blatant)}/{len(blatant)}, "
+                      f"all cheaters {sum(c.flagged for c in cheaters)}/{len(cheaters)}; "
+                      f"honest bots flagged: {report.false_positive_total}/{report.honest_total}")
+    return EXIT_OK
+
+
 def _cmd_train_aimdetect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from pathlib import Path
 
@@ -469,6 +518,7 @@ _COMMANDS = {
     "serve": _cmd_serve,
     "bots": _cmd_bots,
     "train-aimdetect": _cmd_train_aimdetect,
+    "evaluate": _cmd_evaluate,
 }
 
 

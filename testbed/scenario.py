@@ -102,6 +102,16 @@ def thaw(value: Any) -> Any:
     return value
 
 
+def _rebuild(cls: type, fields: dict[str, Any]) -> Any:
+    return cls(**{k: _freeze(v) for k, v in fields.items()})
+
+
+def _reduce(obj: Any) -> tuple[Any, ...]:
+    """Pickle support: mapping proxies do not pickle, and worker processes (``referee evaluate``)
+    receive scenarios. Fields travel thawed and are frozen again on arrival."""
+    return (_rebuild, (type(obj), {f.name: thaw(getattr(obj, f.name)) for f in dataclasses.fields(obj)}))
+
+
 @dataclass(frozen=True, slots=True)
 class BotGroup:
     """``count`` bots sharing a profile, a skill level and link conditions.
@@ -129,6 +139,8 @@ class BotGroup:
     reorder: float = 0.0
     name_prefix: str = ""
     params: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    __reduce__ = _reduce
 
     @property
     def prefix(self) -> str:
@@ -201,6 +213,8 @@ class Scenario:
     tolerances: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: MappingProxyType({}))
     server: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     source: str = "<memory>"
+
+    __reduce__ = _reduce
 
     def players(self) -> tuple[BotSpec, ...]:
         """Every bot, groups in file order, numbered within each group."""

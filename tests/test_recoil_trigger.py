@@ -29,12 +29,16 @@ def book(rtt_ms: float = 60.0, loss: float = 0.0) -> SkipBook:
 
 
 def spray(det: RecoilDetector, skip: SkipBook, n: int, *, report_scale: float, start: int = 1) -> list[Detection]:
-    """``n`` commands under a decaying kick; the client reports ``report_scale`` times the truth."""
+    """``n`` commands under a decaying kick, a shot every 20; the client reports ``report_scale``
+    times the truth (and, when firing, the kick before its shot: the server's is after it)."""
     out: list[Detection] = []
     for i in range(n):
         punch = (2.0 * math.exp(-0.05 * (i % 20)), 0.3)
         reported = (punch[0] * report_scale, punch[1] * report_scale)
-        out += det.on_aim(make_aim(start + i, reported=reported, server=punch, weapon=SMG), skip)
+        firing = i % 20 == 0
+        if firing:
+            reported = (0.0, 0.0)
+        out += det.on_aim(make_aim(start + i, reported=reported, server=punch, weapon=SMG, buttons=int(firing)), skip)
     return out
 
 
@@ -65,7 +69,7 @@ def test_no_kick_no_judgement_and_spawn_clears() -> None:
 def test_bad_link_is_skipped() -> None:
     det = RecoilDetector()
     assert spray(det, book(rtt_ms=900.0), 64, report_scale=0.0) == []
-    assert sum(det.skip_counts().values()) == 64
+    assert sum(det.skip_counts().values()) == 64 - 4  # the 4 firing commands are not judged at all
 
 
 # --- triggerbot -----------------------------------------------------------------------------------
