@@ -32,7 +32,7 @@ import math
 import os
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,7 @@ from server.events import EventBus, PlayerConnected, PlayerDisconnected
 from server.recording import ReplayWriter
 from server.transport import TransportConfig, UdpServer
 from testbed.bot_factory import BotFactory, DefaultBotFactory
+from testbed.bot_process import BotProcess, BotProcessError
 from testbed.link_proxy import LinkProxy, ProxyConfig
 from testbed.report import NO_SANCTION, MatchResult, PlayerResult, detection_counts
 from testbed.scenario import Scenario, ScenarioError, thaw
@@ -64,7 +65,9 @@ __all__ = [
     "plain",
     "run_udp",
     "run_virtual",
+    "build_bots",
     "server_config",
+    "testbed_streams",
     "transport_stats",
 ]
 
@@ -176,6 +179,22 @@ def server_config(scenario: Scenario) -> ServerConfig:
         raise ScenarioError(f"{scenario.source}: {exc}") from exc
 
 
+def testbed_streams(seed: int) -> tuple[np.random.Generator, ...]:
+    """The testbed's generators for a scenario seed: links, bots, start phases, HMAC secret."""
+    root = np.random.SeedSequence(seed, spawn_key=_TESTBED_SPAWN_KEY)
+    return tuple(np.random.default_rng(ss) for ss in root.spawn(4))
+
+
+def build_bots(specs: Sequence[Any], bots_rng: np.random.Generator, factory: BotFactory, game_map: Any,
+               geometry: MapGeometry, tick_rate_hz: int) -> list[ClientEndpoint]:
+    """One client per bot spec, each with its own generator spawned from ``bots_rng`` in order."""
+    rngs = bots_rng.spawn(len(specs))
+    return [
+        factory(spec, game_map=game_map, geometry=geometry, tick_rate_hz=tick_rate_hz, rng=rng)
+        for spec, rng in zip(specs, rngs, strict=True)
+    ]
+
+
 class MatchSetup:
     """Everything a match builds from a scenario, before any clock runs.
 
@@ -197,13 +216,9 @@ class MatchSetup:
         self.config = server_config(scenario)
         self.game_map = scenario.load_map()
         self.geometry = MapGeometry(self.game_map)
-        root = np.random.SeedSequence(scenario.seed, spawn_key=_TESTBED_SPAWN_KEY)
-        links_ss, bots_ss, phase_ss, secret_ss = root.spawn(4)
-        self.links_rng = np.random.default_rng(links_ss)
-        self.bots_rng = np.random.default_rng(bots_ss)
-        self.phase_rng = np.random.default_rng(phase_ss)
+        self.links_rng, self.bots_rng, self.phase_rng, secret_rng = testbed_streams(scenario.seed)
         if secret is None:
-            secret = np.random.default_rng(secret_ss).bytes(32)
+            secret = secret_rng.bytes(32)
         self.clock = ServerClock()
         self.pipeline: DetectionPipeline = build_pipeline(thaw(scenario.tolerances), clock=self.clock)
         self.bus = EventBus()
@@ -247,13 +262,7 @@ class MatchSetup:
 
     def make_bots(self, factory: BotFactory) -> list[ClientEndpoint]:
         """One client per bot, each with its own generator (spawned in scenario order)."""
-        rngs = self.bots_rng.spawn(len(self.specs))
-        return [
-            factory(
-                spec, game_map=self.game_map, geometry=self.geometry, tick_rate_hz=self.config.tick_rate_hz, rng=rng
-            )
-            for spec, rng in zip(self.specs, rngs, strict=True)
-        ]
+        return build_bots(self.specs, self.bots_rng, factory, self.game_map, self.geometry, self.config.tick_rate_hz)
 
     def progress(self, now_s: float, wall_s: float) -> MatchProgress:
         """Live figures at match time ``now_s``."""
@@ -422,39 +431,45 @@ async def run_udp(
     progress: ProgressCallback | None = None,
     *,
     bot_factory: BotFactory | None = None,
+    bot_process: bool = True,
     progress_every_s: float = 0.5,
 ) -> MatchResult:
     """Play ``scenario`` over real UDP in real time (takes ``duration_s`` seconds).
 
     The server runs in ``server.transport.UdpServer`` on ``(host, port)``. Each bot group talks
     to its own ``LinkProxy`` (loopback) that forwards to the server through the group's emulated
-    link, one ``LinkPair`` per bot; the bots run in ``bots.udp.run_bots``.
+    link, one ``LinkPair`` per bot; the bots run in ``bots.udp.run_bots``: in a process of their
+    own (``testbed.bot_process``, the default) or, with ``bot_process=False`` or a custom
+    ``bot_factory``, in this process beside the server.
     """
     from bots.udp import run_bots
 
     setup = MatchSetup(scenario, mode="udp", replay_path=replay_path, secret=secrets.token_bytes(32))
-    bots = setup.make_bots(bot_factory or DefaultBotFactory())
+    link_seeds = [int(setup.links_rng.integers(0, 2**63 - 1)) for _ in scenario.bots]
     duration = scenario.duration_s
+    child = BotProcess(scenario, link_seeds) if bot_process and bot_factory is None else None
+    bots = [] if child is not None else setup.make_bots(bot_factory or DefaultBotFactory())
     deadline = Deadline(duration)
     server = UdpServer(setup.core, TransportConfig(host=host, port=port), on_tick=deadline)
-    await server.start()
-    host_bound, port_bound = server.address
-    upstream = ("127.0.0.1", port_bound) if host_bound in ("0.0.0.0", "::") else (host_bound, port_bound)
     proxies: list[LinkProxy] = []
-    wall_start = time.perf_counter()
     stats: dict[str, Any] = {}
     try:
-        groups: list[tuple[LinkProxy, list[Any]]] = []
-        for g, group in enumerate(scenario.bots):
-            (seed,) = setup.links_rng.integers(0, 2**63 - 1, size=1).tolist()
-            proxy = LinkProxy(ProxyConfig(upstream=upstream, default=group.path(), seed=seed))
-            await proxy.start()
-            proxies.append(proxy)
-            groups.append((proxy, [bot for spec, bot in zip(setup.specs, bots, strict=True) if spec.group == g]))
-        bot_tasks = [
-            asyncio.create_task(run_bots(proxy.address, members, duration), name=f"match-bots-{g}")
-            for g, (proxy, members) in enumerate(groups)
-        ]
+        if child is not None:
+            await child.start()
+        await server.start()
+        wall_start = time.perf_counter()
+        host_bound, port_bound = server.address
+        upstream = ("127.0.0.1", port_bound) if host_bound in ("0.0.0.0", "::") else (host_bound, port_bound)
+        bot_tasks = []
+        if child is not None:
+            child.go(upstream)
+        else:
+            for g, group in enumerate(scenario.bots):
+                proxy = LinkProxy(ProxyConfig(upstream=upstream, default=group.path(), seed=link_seeds[g]))
+                await proxy.start()
+                proxies.append(proxy)
+                members = [bot for spec, bot in zip(setup.specs, bots, strict=True) if spec.group == g]
+                bot_tasks.append(asyncio.create_task(run_bots(proxy.address, members, duration), name=f"match-bots-{g}"))
         progress_task = None
         if progress is not None:
             progress_task = asyncio.create_task(
@@ -470,15 +485,24 @@ async def run_udp(
             if not finished:
                 for task in bot_tasks:
                     task.cancel()
+                if child is not None:
+                    child.stop()
             # Normally the bots end on their own, within moments of the server's last tick.
-            results = await asyncio.gather(*bot_tasks, return_exceptions=True)
+            results: list[Any] = list(await asyncio.gather(*bot_tasks, return_exceptions=True))
+            if child is not None and finished:
+                try:
+                    results = await child.finish(timeout_s=10.0)
+                except BotProcessError as exc:
+                    results = [exc]
             if progress_task is not None:
                 progress_task.cancel()
                 await asyncio.gather(progress_task, return_exceptions=True)
             for g, r in enumerate(results):
-                if isinstance(r, BaseException):
+                if isinstance(r, BaseException) or r is None:
                     log.error("bot group %d failed: %r", g, r)
     except BaseException:
+        if child is not None:
+            child.stop()
         setup.core.close()
         raise
     finally:
@@ -488,7 +512,7 @@ async def run_udp(
     wall_s = time.perf_counter() - wall_start
     if progress is not None:
         progress(setup.progress(duration, wall_s))
-    return setup.finish(duration, wall_s, {"udp": stats})
+    return setup.finish(duration, wall_s, {"udp": {**stats, "bot_process": child is not None}})
 
 
 async def _report_progress(setup: MatchSetup, wall_start: float, progress: ProgressCallback, every_s: float) -> None:

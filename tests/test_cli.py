@@ -265,6 +265,7 @@ def test_udp_match_on_loopback(tmp_path: Path) -> None:
     doc = json.loads(out.strip().splitlines()[-1])
     assert doc["mode"] == "udp"
     assert doc["server"]["udp"]["address"].startswith("127.0.0.1:")
+    assert doc["server"]["udp"]["bot_process"] is True  # the bots played in a process of their own
     assert all(p["connected"] for p in doc["players"])
     assert doc["server"]["counters"]["commands_received"] > 0
 
