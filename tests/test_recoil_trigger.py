@@ -9,7 +9,7 @@ import pytest
 
 from anticheat.events import ConnectionSample, Detection, SpawnEvent
 from anticheat.fire import FireDetector
-from anticheat.recoil import RecoilConfig, RecoilDetector
+from anticheat.recoil import RecoilDetector
 from anticheat.skip import SkipBook
 from anticheat.trigger import TriggerConfig, TriggerDetector
 from anticheat.trw import wald_thresholds

@@ -14,7 +14,7 @@ from enum import IntEnum
 
 import numpy as np
 
-from world.hitbox import BONE_GROUP, BodyGroup, Bone
+from world.hitbox import BONE_GROUP, Bone
 
 SOURCE_UNIT_M = 0.0254
 
