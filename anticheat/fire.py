@@ -169,7 +169,7 @@ class _PlayerFire:
     __slots__ = ("last_weapon", "last_time_s", "bursts", "stale", "last_emit", "views")
 
     def __init__(self) -> None:
-        self.views: deque[tuple[int, float, float]] = deque(maxlen=_VIEWS_KEPT)
+        self.views: deque[AimSample] = deque(maxlen=_VIEWS_KEPT)
         self.last_weapon: int | None = None
         self.last_time_s = -math.inf
         self.bursts: dict[str, _Burst] = {}
@@ -283,21 +283,24 @@ class FireDetector(Detector):
         return out
 
     def on_aim(self, sample: AimSample, skip: SkipBook) -> Sequence[Detection]:
-        self._state(sample.player).views.append((sample.seq, sample.yaw_deg, sample.pitch_deg))
+        st = self._players.get(sample.player)
+        if st is None:
+            st = self._state(sample.player)
+        st.views.append(sample)
         return NO_DETECTIONS
 
     def _angles(self, st: _PlayerFire, shot: ShotResult) -> list[Detection]:
         seq = shot.claim.seq
         cmd = prev = None
         for view in st.views:
-            if view[0] == seq:
+            if view.seq == seq:
                 cmd = view
-            elif view[0] == seq - 1:
+            elif view.seq == seq - 1:
                 prev = view
         if cmd is None:
             return []
-        moved = angular_step_deg(prev[1], prev[2], cmd[1], cmd[2]) if prev is not None else 0.0
-        off = angular_step_deg(cmd[1], cmd[2], shot.claim.yaw_deg, shot.claim.pitch_deg)
+        moved = angular_step_deg(prev.yaw_deg, prev.pitch_deg, cmd.yaw_deg, cmd.pitch_deg) if prev is not None else 0.0
+        off = angular_step_deg(cmd.yaw_deg, cmd.pitch_deg, shot.claim.yaw_deg, shot.claim.pitch_deg)
         if off <= moved + self.config.angle_tolerance_deg or not st.bursts["silent_aim_angles"].add(shot.time_s):
             return []
         return self._emit(st, shot.shooter, shot.tick, shot.time_s, "silent_aim_angles", off,

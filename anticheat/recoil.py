@@ -111,6 +111,8 @@ class RecoilDetector(Detector):
         return has
 
     def on_aim(self, sample: AimSample, skip: SkipBook) -> Sequence[Detection]:
+        if sample.server_punch_pitch_deg == 0.0 and sample.server_punch_yaw_deg == 0.0:
+            return NO_DETECTIONS  # most commands: no kick to compare
         cfg = self.config
         server = math.hypot(sample.server_punch_pitch_deg, sample.server_punch_yaw_deg)
         if server < cfg.min_punch_deg or sample.buttons & _FIRE or not self._recoils(sample.weapon):
