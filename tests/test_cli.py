@@ -29,14 +29,15 @@ def run_cli(*argv: str) -> tuple[int, str, str]:
 # --- parsing ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("command", [[], ["serve"], ["bots"], ["match"], ["replay"]])
+@pytest.mark.parametrize("command", [[], ["serve"], ["bots"], ["match"], ["replay"], ["evaluate"], ["train-aimdetect"]])
 def test_help_for_every_subcommand(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*command, "--help"]) == 0
     text = capsys.readouterr().out
     assert text.startswith("usage: referee")
     for flag in {"serve": ["--tick-rate", "--bind", "--replay"], "bots": ["--server", "--ping-ms", "--loss"],
-                 "match": ["--virtual", "--json", "--tolerances"], "replay": ["--detect"]}.get(
-        command[0] if command else "", ["serve", "bots", "match", "replay"]
+                 "match": ["--virtual", "--json", "--tolerances"], "replay": ["--detect"],
+                 "evaluate": ["--deadline", "--jobs"], "train-aimdetect": ["--matches"]}.get(
+        command[0] if command else "", ["serve", "bots", "match", "replay", "evaluate", "train-aimdetect"]
     ):
         assert flag in text
 
@@ -293,3 +294,26 @@ def test_serve_and_bots_over_loopback(tmp_path: Path) -> None:
     reader = ReplayReader(replay)
     assert reader.header["kind"] == "referee-serve"
     assert sum(isinstance(e, SessionEvent) and e.kind == "connect" for e in reader.events()) >= 2
+
+
+def test_evaluate_reports_cheaters_and_honest_bots(tmp_path: Path) -> None:
+    scenario = tmp_path / "speed.toml"
+    scenario.write_text(HONEST.replace("duration_s = 2.0", "duration_s = 4.0") + """
+[[bots]]
+count = 1
+profile = "speedhack"
+ping_ms = 40.0
+""")
+    code, out, err = run_cli("evaluate", str(scenario), "--jobs", "1", "--deadline", "3", "--json")
+    assert code == 0, err
+    doc = json.loads(out.strip().splitlines()[-1])
+    assert doc["deadline_s"] == 3.0 and doc["honest"] == 4 and doc["cheaters"] == 1 == doc["blatant"]
+    (sc,) = doc["scenarios"]
+    (cheater,) = sc["cheaters"]
+    assert cheater["profile"] == "speedhack" and cheater["blatant"] is True
+    # The timer check catches a 1.5x game clock within two seconds.
+    assert cheater["flagged"] and cheater["first_s"] <= 3.0 and "movement:timer" in cheater["detectors"]
+    assert doc["honest_flagged"] == 0 and sc["false_positives"] == []
+    assert "cli-test: 1/1 cheaters flagged" in err
+    code, out, _ = run_cli("evaluate", str(scenario), "--jobs", "1", "--duration", "1", "--deadline", "0.5")
+    assert code == 0 and "NO" in out and "blatant cheaters 0/1" in out
