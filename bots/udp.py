@@ -37,7 +37,14 @@ default 256 KiB read buffer costs ~15 us per datagram (REFERENCES section 9)."""
 
 
 async def _open(server_addr: Address, bind_host: str) -> DatagramClient:
-    """A UDP socket bound to ``bind_host`` (any port) and connected to ``server_addr``."""
+    """A UDP socket bound to ``bind_host`` (any port) and connected to ``server_addr``.
+
+    On uvloop, ``asyncio_dgram.from_socket`` cannot tag its transport with the peer address
+    (uvloop's transports take no new attributes), so the socket is made by
+    ``asyncio_dgram.connect`` instead and the kernel picks the local address by route (loopback
+    for a loopback server, which is where bots run)."""
+    if not isinstance(asyncio.get_running_loop(), asyncio.BaseEventLoop):
+        return await asyncio_dgram.connect(server_addr)
     infos = socket.getaddrinfo(server_addr[0], server_addr[1], type=socket.SOCK_DGRAM)
     family = infos[0][0]
     sock = socket.socket(family, socket.SOCK_DGRAM)

@@ -307,11 +307,9 @@ def _cmd_match(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if args.virtual:
             result = run_virtual(scenario, replay_path=args.replay, progress=progress)
         else:
-            # Stdlib loop: bots.udp opens its sockets with asyncio_dgram.from_socket, which fails
-            # on uvloop's transport (no _address attribute).
-            result = _run_async(
-                run_udp(scenario, port=args.port, replay_path=args.replay, progress=progress), uvloop=False
-            )
+            # The bots (and their link proxies) run in a process of their own on the stdlib loop,
+            # so this process serves alone and can use uvloop.
+            result = _run_async(run_udp(scenario, port=args.port, replay_path=args.replay, progress=progress))
     except ScenarioError as exc:
         raise CliError(str(exc)) from exc
     finally:
@@ -495,7 +493,6 @@ def _cmd_bots(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 seed=args.seed,
                 name_prefix=args.name_prefix,
             ),
-            uvloop=False,  # see _cmd_match
         )
     except ScenarioError as exc:
         raise CliError(str(exc)) from exc

@@ -147,3 +147,18 @@ async def test_run_bots_against_server_core(game_map: GameMap, geometry: MapGeom
     assert all(st.snapshots >= 40 and st.bad_datagrams == 0 for st in stats)
     assert core.validator.desyncs.sum() == 0
     assert not any(k.startswith("shot_") for k in report["rejections"])
+
+
+def test_run_bots_on_uvloop(game_map: GameMap, geometry: MapGeometry) -> None:
+    uvloop = pytest.importorskip("uvloop")
+
+    async def play() -> list:
+        fake = FakeServer(game_map, geometry)
+        bots = [make_client(game_map, geometry, ScriptBrain(turn_deg_s=30.0, fire=False), seed=i + 7) for i in range(2)]
+        async with RealTimeServer(fake) as srv:
+            return await run_bots(srv.address, bots, 0.5)
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        stats = runner.run(play())
+    assert len(stats) == 2 and {s.slot for s in stats} == {0, 1}
+    assert all(s.snapshots >= 15 and s.send_errors == 0 for s in stats)
