@@ -13,6 +13,11 @@ Kinds (detector ``fire``):
   view angles of the command that fired it differ by more than the view moved since the command
   before (the shot may fall anywhere along that motion, as with sub-tick input) plus 0.5 deg. The
   server sees both angle sets, so the "view only jumps in the shot" of silent aim is direct.
+- ``forged_hit``: the claimed hit point is more than 15 m (BustAim's bullet-to-victim limit) from
+  where the claimed victim really was at the shot's rewind time (``claimed_victim_pos``, chest
+  height), whether or not the server's own ray hit anyone: proaim "teleports" its victim in
+  front of the bullet. BustAim checks the same distance, but only on server-registered hits and
+  in unbroken streaks; this check judges every claim.
 - ``afk_ghost``: the claimed origin is >= 15 m from the shooter's authoritative eye (Nex-AC), or,
   for protocols that do not send an origin, the claimed hit point is farther from the real eye
   than the weapon reaches plus 15 m: either way the client shoots from where it is not.
@@ -71,6 +76,9 @@ class FireConfig:
         angle_tolerance_deg: a shot may leave its command's crosshair path by this much (deg)
             before it counts as a forged angle (float rounding, sub-tick aim).
         silent_aim_angles_count, silent_aim_angles_window_s: forged angles needed (3 in 30 s).
+        forged_hit_m: a claimed hit point farther than this from the claimed victim's rewound chest
+            is forged (15 m, BustAim's max_b2v_deviation_m).
+        forged_hit_count, forged_hit_window_s: forged hits needed (2 in 30 s).
         ghost_distance_m: claimed origin this far from the authoritative eye (15 m, Nex-AC).
         ghost_range_margin_m: claimed hit point beyond weapon range plus this (15 m).
         ghost_count, ghost_window_s: ghost shots needed (2 in 30 s).
@@ -107,6 +115,9 @@ class FireConfig:
     angle_tolerance_deg: float = 0.5
     silent_aim_angles_count: int = 3
     silent_aim_angles_window_s: float = 30.0
+    forged_hit_m: float = 15.0
+    forged_hit_count: int = 2
+    forged_hit_window_s: float = 30.0
     ghost_distance_m: float = 15.0
     ghost_range_margin_m: float = 15.0
     ghost_count: int = 2
@@ -121,12 +132,13 @@ class FireConfig:
     rapid_fire_severity: float = 0.7
     silent_aim_geometry_severity: float = 0.9
     silent_aim_angles_severity: float = 0.9
+    forged_hit_severity: float = 0.8
     afk_ghost_severity: float = 0.8
     backtrack_severity: float = 0.6
 
     def __post_init__(self) -> None:
         if min(self.auto_c_count, self.rapid_fire_count, self.too_soon_count, self.silent_aim_count,
-               self.ghost_count, self.backtrack_min, self.silent_aim_angles_count) < 1 or self.backtrack_min > self.backtrack_ring:
+               self.ghost_count, self.backtrack_min, self.silent_aim_angles_count, self.forged_hit_count) < 1 or self.backtrack_min > self.backtrack_ring:
             raise ValueError("counts must be >= 1 and backtrack_min <= backtrack_ring")
 
     def auto_c_limit_s(self, weapon_id: int) -> float | None:
@@ -142,6 +154,9 @@ class FireConfig:
         """Severity of a Detection of ``kind``."""
         return float(getattr(self, f"{kind}_severity", 0.5))
 
+
+_CHEST_HEIGHT_M = 1.26
+"""Reference height of a claimed victim (m above the feet): a standing chest."""
 
 _VIEWS_KEPT = 8
 """Commands' view angles kept per player: a shot's result follows its command within the tick."""
@@ -202,6 +217,7 @@ class FireDetector(Detector):
                 "too_soon": _Burst(cfg.too_soon_count, cfg.too_soon_window_s),
                 "silent_aim_geometry": _Burst(cfg.silent_aim_count, cfg.silent_aim_window_s),
                 "silent_aim_angles": _Burst(cfg.silent_aim_angles_count, cfg.silent_aim_angles_window_s),
+                "forged_hit": _Burst(cfg.forged_hit_count, cfg.forged_hit_window_s),
                 "afk_ghost": _Burst(cfg.ghost_count, cfg.ghost_window_s),
             }
             st.stale = deque(maxlen=cfg.backtrack_ring)
@@ -320,6 +336,14 @@ class FireDetector(Detector):
                                   _dist(hit, origin), "SilentAim-geometry",
                                   {"hit_x": hit[0], "hit_y": hit[1], "hit_z": hit[2],
                                    "origin_claimed": int(claim.claimed_origin is not None)})
+        victim = shot.claimed_victim_pos
+        if hit is not None and victim is not None:
+            chest = (victim[0], victim[1], victim[2] + _CHEST_HEIGHT_M)
+            off = _dist(hit, chest)
+            if off > cfg.forged_hit_m and st.bursts["forged_hit"].add(shot.time_s):
+                out += self._emit(st, shot.shooter, shot.tick, shot.time_s, "forged_hit", off,
+                                  f"ForgedHit-{off:.0f}m", {"distance_m": off, "victim": -1 if claim.claimed_victim is None
+                                                            else claim.claimed_victim})
         ghost = 0.0
         check = ""
         if claim.claimed_origin is not None:

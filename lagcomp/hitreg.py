@@ -585,6 +585,7 @@ def to_shot_result(
     decision: RewindDecision,
     damage: float,
     first_contact: bool | None = None,
+    claimed_victim_pos: tuple[float, float, float] | None = None,
 ) -> ShotResult:
     """The :class:`ShotResult` of one ray (a cold path: one Python object per registered ray)."""
     victim = int(hits.victim[row])
@@ -611,6 +612,7 @@ def to_shot_result(
         claim=claim,
         bait_hit=bool(hits.bait_hit[row]),
         first_contact=first_contact,
+        claimed_victim_pos=claimed_victim_pos,
     )
 
 

@@ -84,6 +84,10 @@ class ShotResult:
             before, False when it already was, None when it is on nobody or was not probed (other
             pellets, no previous command of the same life). A shot fired exactly when the
             crosshair first touches a player, again and again, is a triggerbot's mark.
+        claimed_victim_pos: pellet 0 of a shot whose claims name a victim and a hit point: that
+            victim's feet (m) rewound to ``rewind_time_s``, whether or not the server's ray hit
+            it, so the claimed hit point can be checked against where the claimed victim was;
+            None otherwise.
     """
 
     shooter: int
@@ -108,3 +112,4 @@ class ShotResult:
     claim: ShotClaim
     bait_hit: bool = False
     first_contact: bool | None = None
+    claimed_victim_pos: Vec3 | None = None

@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +30,7 @@ from lagcomp.rewind_policy import decision_of, rewind_times
 from lagcomp.shot import ShotClaim
 from physics.buttons import Buttons
 from physics.movement import MoveCommands, simulate
-from physics.validation import MovementValidator, TimerBalance
+from physics.validation import MovementValidator, TimerBalance, Verdict
 from physics.weapon_state import WeaponState, current_spread_deg, shot_directions
 from server import protocol as proto
 from server.config import ServerConfig
@@ -363,23 +362,25 @@ class ServerCore:
                 cmd_seq=max(session.last_applied_seq, 0), pos=(spawn.x, spawn.y, 0.0), vel=(0.0, 0.0, 0.0)
             )
             self._send(session, correction)
-            session.unacked = (correction, now_s)
+            session.last_correction_s = now_s
         self.weapons.sync_to(self.world)
 
     def _resend_corrections(self, now_s: float) -> None:
+        """While a client has not acknowledged a setback or respawn, send it the current
+        authoritative state again every ``correction_resend_s``: UDP may have lost the last one, and
+        the per-command corrections in between are suppressed (they would repeat the same news)."""
+        w = self.world
         for session in self.by_slot.values():
-            if session.unacked is None:
+            slot = session.slot
+            if now_s - session.last_correction_s < self.config.correction_resend_s or not w.alive[slot]:
                 continue
-            if not self.validator.awaiting_ack(session.slot, now_s):
-                session.unacked = None
+            if not self.validator.awaiting_ack(slot, now_s):
                 continue
-            correction, sent_s = session.unacked
-            if now_s - sent_s >= self.config.correction_resend_s:
-                # Re-stamped with the newest applied command, or the client drops it as stale.
-                correction = dataclasses.replace(correction, cmd_seq=max(session.last_applied_seq, 0))
-                self.counters["corrections_resent"] += 1
-                self._send(session, correction)
-                session.unacked = (correction, now_s)
+            self.counters["corrections_resent"] += 1
+            session.last_correction_s = now_s
+            # Stamped with the newest applied command: an older stamp is dropped by the client as stale.
+            self._send(session, proto.Correction(cmd_seq=max(session.last_applied_seq, 0), pos=_vec(w.pos[slot]),
+                                                 vel=_vec(w.vel[slot])))
 
     # ---------------------------------------------------------- 1. apply inputs
 
@@ -455,7 +456,13 @@ class ServerCore:
             for j in np.flatnonzero(verdict.setback):
                 i = int(live[j])
                 session = round_[i][0]
+                if (verdict.verdict[j] == Verdict.PENDING
+                        and now_s - session.last_correction_s < self.config.correction_resend_s):
+                    # Still awaiting the ack of a correction just sent: it already carries this news.
+                    self.counters["corrections_suppressed"] += 1
+                    continue
                 session.last_correction_seq = cmds[i].seq
+                session.last_correction_s = now_s
                 self.counters["corrections"] += 1
                 self._send(session, proto.Correction(cmd_seq=cmds[i].seq, pos=_vec(verdict.pos[j]), vel=_vec(result.vel[j])))
             if np.any(crouch_pressed):
@@ -573,6 +580,7 @@ class ServerCore:
             pellet=np.array([k for _, k in rows] + [0] * (2 * n_probed), dtype=np.int16),
         )
         hits = register_shots(batch, self.history, self.geometry, now_s, self.config.hitreg, baits=self._bait_targets())
+        claimed_pos = self._claimed_victims(rows, times)
         first_contact: dict[int, bool] = {}
         for j, row in enumerate(probed):
             now_on = int(hits.victim[len(rows) + j])
@@ -591,6 +599,7 @@ class ServerCore:
             result = to_shot_result(
                 batch, hits, row, claim=claim, tick=self.tick, time_s=now_s,
                 decision=decision_of(int(codes[row])), damage=dealt, first_contact=first_contact.get(row),
+                claimed_victim_pos=claimed_pos.get(row),
             )
             self._tick_events.append(result)
             if victim < 0 or dealt <= 0.0:
@@ -600,6 +609,22 @@ class ServerCore:
             w.health[victim] = max(0.0, float(w.health[victim]) - dealt)
             if w.health[victim] <= 0.0:
                 self._kill(p.session, victim, int(p.shot.weapon), int(hits.bone[row]), float(hits.distance[row]), now_s)
+
+    def _claimed_victims(self, rows: list[tuple[_PendingShot, int]], times: np.ndarray) -> dict[int, tuple[float, float, float]]:
+        """Rewound feet of each claimed victim (pellet 0 rows whose claims name a victim and a hit
+        point), by row: where the victim the client says it hit really was at the rewind time."""
+        cap = self.config.max_clients
+        claimed = [r for r, (p, k) in enumerate(rows)
+                   if k == 0 and p.shot.claimed_hit_point is not None and p.shot.claimed_victim is not None
+                   and 0 <= p.shot.claimed_victim < cap]
+        if not claimed or len(self.history) == 0:
+            return {}
+        slots = np.array([rows[r][0].shot.claimed_victim for r in claimed], dtype=np.intp)
+        rewound = self.history.rewind(times[claimed], slots)
+        idx = np.arange(len(claimed))
+        pos = rewound.pos[idx, idx]
+        alive = rewound.alive[idx, idx]
+        return {r: _vec(pos[i]) for i, r in enumerate(claimed) if alive[i]}
 
     def _claim(self, p: _PendingShot) -> ShotClaim:
         s = p.shot

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from server.handshake import SessionCredentials
-from server.protocol import Command, Correction, Shot
+from server.protocol import Command, Shot
 from server.rate_limit import ClientRateLimiter
 from server.replay_window import ReplayWindow
 
@@ -30,8 +31,7 @@ class ClientSession:
         respawn_at_s: server time of the next respawn while dead, else None.
         last_correction_seq: command sequence of the last setback sent (-1 none).
         shots_fired, hits, kills, deaths, commands_applied: counters for reports.
-        unacked: the respawn CORRECTION not yet confirmed by an accepted claim, and when it was
-            last sent (server s); None when there is none.
+        last_correction_s: server time (s) of the last CORRECTION sent (-inf before any).
         last_aim: (seq, yaw, pitch, server punch pitch, server punch yaw) of the last applied
             command (deg), or None: where the crosshair was one command before a shot.
     """
@@ -56,7 +56,7 @@ class ClientSession:
     deaths: int = 0
     commands_applied: int = 0
     last_aim: tuple[int, float, float, float, float] | None = None
-    unacked: tuple[Correction, float] | None = None
+    last_correction_s: float = -math.inf
 
     def queue(self, commands: tuple[Command, ...], shots: tuple[Shot, ...], limit: int) -> int:
         """Queue the commands not seen before (and their shots); returns how many were new.

@@ -299,3 +299,24 @@ def test_every_config_field_can_be_overridden_from_toml() -> None:
     assert out["aimdetect"].alpha == 0.005 and out["aimdetect"].features.shot_ring == 16
     with pytest.raises(tolerances.ToleranceError):
         tolerances.apply_all(configs, tolerances.load_overrides("[fire]\nbacktrack_min = 30\n"))
+
+
+def test_forged_hit_far_from_the_claimed_victim() -> None:
+    import dataclasses
+
+    skip = book()
+
+    def claimed(t: float, hit: tuple[float, float, float], victim_feet: tuple[float, float, float] | None) -> ShotResult:
+        s = shot(t, hit=hit)
+        return dataclasses.replace(s, claimed_victim_pos=victim_feet,
+                                   claim=dataclasses.replace(s.claim, claimed_victim=2))
+
+    # Proaim: the victim stands at (20, 5), the claims put the hit 25 m further along the shot.
+    forged = [claimed(1.0 + i, (45.0, 5.0, 1.3), (20.0, 5.0, 0.0)) for i in range(3)]
+    found = fire_all(FireDetector(), skip, forged)
+    assert [d.kind for d in found] == ["forged_hit"] and found[0].value == pytest.approx(25.0, abs=0.1)
+    # Honest claims land on (or within a body of) the rewound victim; no victim position, no check.
+    honest = [claimed(1.0 + i, (20.2, 5.1, 1.6), (20.0, 5.0, 0.0)) for i in range(20)]
+    assert fire_all(FireDetector(), skip, honest) == []
+    unknown = [claimed(1.0 + i, (45.0, 5.0, 1.3), None) for i in range(20)]
+    assert fire_all(FireDetector(), skip, unknown) == []
