@@ -226,7 +226,7 @@ class WeaponProfile:
 
 
 _PROFILE_FIELDS = tuple(f.name for f in fields(WeaponProfile))
-_EMPTY_PROFILE = WeaponProfile()
+_PROFILE_INDEX = {name: i for i, name in enumerate(_PROFILE_FIELDS)}
 
 
 _WARN_FIELD: dict[BustAimWarning, str] = {
@@ -263,7 +263,9 @@ class _PlayerState:
         self.teleport = 0
         self.random_aim = 0
         # One entry per known weapon id at most: bounded by the weapon table.
-        self.profiles: dict[int, WeaponProfile] = {}
+        # Mutable counters in WeaponProfile's field order (the hot path adds to them); the
+        # operator API hands out frozen WeaponProfile snapshots.
+        self.profiles: dict[int, list[int]] = {}
         self.aim_stats: deque[float] = deque(maxlen=wstats)
         self.teleport_stats: deque[float] = deque(maxlen=wstats)
         self.range_stats: deque[float] = deque(maxlen=wstats)
@@ -280,19 +282,22 @@ class _PlayerState:
     def bump(self, weapon: int, **changes: int) -> None:
         if weapon not in _KNOWN_WEAPONS:
             return
-        prof = self.profiles.get(weapon, _EMPTY_PROFILE)
-        # Positional construction: dataclasses.replace costs several microseconds per call.
-        self.profiles[weapon] = WeaponProfile(*[getattr(prof, f) + changes.get(f, 0) for f in _PROFILE_FIELDS])
+        counts = self.profiles.get(weapon)
+        if counts is None:
+            counts = self.profiles[weapon] = [0] * len(_PROFILE_FIELDS)
+        for name, delta in changes.items():
+            counts[_PROFILE_INDEX[name]] += delta
 
     def note_streak(self, weapon: int) -> None:
         # The best streak is kept up to date on every hit, not only at the miss that ends it, so the
         # profile is never stale while a streak is running.
         if weapon not in _KNOWN_WEAPONS:
             return
-        prof = self.profiles.get(weapon, _EMPTY_PROFILE)
-        if self.continuous > prof.max_continuous:
-            self.profiles[weapon] = WeaponProfile(
-                *[self.continuous if f == "max_continuous" else getattr(prof, f) for f in _PROFILE_FIELDS])
+        counts = self.profiles.get(weapon)
+        if counts is None:
+            counts = self.profiles[weapon] = [0] * len(_PROFILE_FIELDS)
+        i = _PROFILE_INDEX["max_continuous"]
+        counts[i] = max(counts[i], self.continuous)
 
 
 def aim_ray_offset(
@@ -385,7 +390,8 @@ class BustAim(Detector):
         st = self._players.get(player)
         if st is None:
             return WeaponProfile()
-        return st.profiles.get(int(weapon), WeaponProfile())
+        counts = st.profiles.get(int(weapon))
+        return WeaponProfile() if counts is None else WeaponProfile(*counts)
 
     def reset_weapon_profile(self, player: int, weapon: int) -> None:
         """Clear the statistics of ``player`` with one weapon."""
@@ -398,8 +404,8 @@ class BustAim(Detector):
         total = WeaponProfile()
         st = self._players.get(player)
         if st is not None:
-            for prof in st.profiles.values():
-                total = total.merged(prof)
+            for counts in st.profiles.values():
+                total = total.merged(WeaponProfile(*counts))
         return total
 
     def reset_profile(self, player: int) -> None:

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from anticheat.detector import NO_DETECTIONS, Detector
 from anticheat.aimstats import angular_step_deg
-from anticheat.events import AimSample, Detection, FireEvidence, FireKind, RewindDecision, ShotResult, SpawnEvent
+from anticheat.events import Detection, FireEvidence, FireKind, RewindDecision, ShotResult, SpawnEvent
 from anticheat.skip import SkipBook
 from world.weapons import WeaponId, weapon
 
@@ -158,10 +158,6 @@ class FireConfig:
 _CHEST_HEIGHT_M = 1.26
 """Reference height of a claimed victim (m above the feet): a standing chest."""
 
-_VIEWS_KEPT = 8
-"""Commands' view angles kept per player: a shot's result follows its command within the tick."""
-
-
 class _Burst:
     """Whether ``count`` events fell within ``window_s``: a ring of the last ``count`` times."""
 
@@ -181,10 +177,9 @@ def _dist(a: Vec3, b: Vec3) -> float:
 
 
 class _PlayerFire:
-    __slots__ = ("last_weapon", "last_time_s", "bursts", "stale", "last_emit", "views")
+    __slots__ = ("last_weapon", "last_time_s", "bursts", "stale", "last_emit")
 
     def __init__(self) -> None:
-        self.views: deque[AimSample] = deque(maxlen=_VIEWS_KEPT)
         self.last_weapon: int | None = None
         self.last_time_s = -math.inf
         self.bursts: dict[str, _Burst] = {}
@@ -298,26 +293,18 @@ class FireDetector(Detector):
                                "weapon": shot.weapon, "count": cfg.auto_c_count})
         return out
 
-    def on_aim(self, sample: AimSample, skip: SkipBook) -> Sequence[Detection]:
-        st = self._players.get(sample.player)
-        if st is None:
-            st = self._state(sample.player)
-        st.views.append(sample)
-        return NO_DETECTIONS
-
     def _angles(self, st: _PlayerFire, shot: ShotResult) -> list[Detection]:
-        seq = shot.claim.seq
-        cmd = prev = None
-        for view in st.views:
-            if view.seq == seq:
-                cmd = view
-            elif view.seq == seq - 1:
-                prev = view
-        if cmd is None:
+        claim = shot.claim
+        cmd = claim.view
+        if cmd is None or (claim.yaw_deg == cmd[0] and claim.pitch_deg == cmd[1]):
+            return []  # unknown, or the usual case: the shot flew along its command's view
+        off = angular_step_deg(cmd[0], cmd[1], claim.yaw_deg, claim.pitch_deg)
+        tolerance = self.config.angle_tolerance_deg
+        if off <= tolerance:
             return []
-        moved = angular_step_deg(prev.yaw_deg, prev.pitch_deg, cmd.yaw_deg, cmd.pitch_deg) if prev is not None else 0.0
-        off = angular_step_deg(cmd.yaw_deg, cmd.pitch_deg, shot.claim.yaw_deg, shot.claim.pitch_deg)
-        if off <= moved + self.config.angle_tolerance_deg or not st.bursts["silent_aim_angles"].add(shot.time_s):
+        prev = claim.prev_view
+        moved = angular_step_deg(prev[0], prev[1], cmd[0], cmd[1]) if prev is not None else 0.0
+        if off <= moved + tolerance or not st.bursts["silent_aim_angles"].add(shot.time_s):
             return []
         return self._emit(st, shot.shooter, shot.tick, shot.time_s, "silent_aim_angles", off,
                           f"SilentAim-angles-{off:.1f}deg",

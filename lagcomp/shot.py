@@ -41,6 +41,9 @@ class ShotClaim:
         claimed_origin: where the client says the shot left from (m), or None when the protocol
             does not carry it. Nex-AC's "AFK ghost" check compares it with the shooter's
             authoritative position.
+        view: (yaw, pitch) of the command that fired the shot (deg), or None when unknown; the
+            shot's own angles should lie on the path from ``prev_view`` to it.
+        prev_view: (yaw, pitch) of the command before (deg), or None when unknown.
     """
 
     shooter: int
@@ -55,6 +58,8 @@ class ShotClaim:
     recoil_yaw_deg: float = 0.0
     seq: int = 0
     claimed_origin: Vec3 | None = None
+    view: tuple[float, float] | None = None
+    prev_view: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,6 +79,8 @@ class _PendingShot:
     probe: np.ndarray | None
     """Spread-free direction of the previous command's crosshair (unit), None when unknown."""
     probe_dt_s: float
+    view: tuple[float, float]
+    prev_view: tuple[float, float] | None
 
 
 def _crosshair(yaw_deg: float, pitch_deg: float, punch_pitch_deg: float, punch_yaw_deg: float) -> np.ndarray:
@@ -504,9 +506,11 @@ class ServerCore:
         session.shots_fired += 1
         crosshair = _crosshair(cmd.yaw_deg, cmd.pitch_deg, outcome.punch_pitch_deg, outcome.punch_yaw_deg)
         last = session.last_aim
-        probe = _crosshair(*last[1:]) if last is not None and last[0] == cmd.seq - 1 else None
+        follows = last is not None and last[0] == cmd.seq - 1
+        probe = _crosshair(*last[1:]) if follows else None
         return _PendingShot(session, shot, origin, directions, t_cmd, (cmd.recoil_pitch_deg, cmd.recoil_yaw_deg),
-                            crosshair, probe, float(cmd.duration_s))
+                            crosshair, probe, float(cmd.duration_s), (cmd.yaw_deg, cmd.pitch_deg),
+                            (last[1], last[2]) if follows else None)
 
     def _aim_samples(self, round_: list[tuple[ClientSession, proto.Command]], slots: np.ndarray, now_s: float) -> None:
         w = self.world
@@ -640,6 +644,8 @@ class ServerCore:
             recoil_pitch_deg=p.recoil[0],
             recoil_yaw_deg=p.recoil[1],
             seq=s.cmd_seq,
+            view=p.view,
+            prev_view=p.prev_view,
         )
 
     def _kill(self, killer: ClientSession, victim: int, weapon_id: int, bone: int, distance: float, now_s: float) -> None:

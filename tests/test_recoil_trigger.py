@@ -122,11 +122,9 @@ def test_shot_angles_away_from_the_view_are_silent_aim() -> None:
     skip = book()
     found: list[Detection] = []
     for k in range(4):
-        seq = 100 + 50 * k
-        det.on_aim(make_aim(seq - 1, yaw=10.0, pitch=0.0), skip)
-        det.on_aim(make_aim(seq, yaw=10.2, pitch=0.0), skip)
-        s = make_shot(t=seq / 64.0)
-        s = dataclasses.replace(s, claim=dataclasses.replace(s.claim, seq=seq, yaw_deg=31.0, pitch_deg=-3.0))
+        s = make_shot(t=1.0 + 1.0 * k)
+        s = dataclasses.replace(s, claim=dataclasses.replace(s.claim, yaw_deg=31.0, pitch_deg=-3.0,
+                                                             view=(10.2, 0.0), prev_view=(10.0, 0.0)))
         found += det.on_shot(s, skip)
     assert [d.kind for d in found] == ["silent_aim_angles"]
     assert found[0].value == pytest.approx(21.0, abs=0.3)
@@ -137,11 +135,14 @@ def test_shots_along_a_fast_flick_are_not_silent_aim() -> None:
     skip = book()
     found: list[Detection] = []
     for k in range(10):
-        seq = 100 + 50 * k
-        # A 20 deg flick in one command, the shot fired part-way through it (sub-tick).
-        det.on_aim(make_aim(seq - 1, yaw=0.0), skip)
-        det.on_aim(make_aim(seq, yaw=20.0), skip)
-        s = make_shot(t=seq / 64.0)
-        s = dataclasses.replace(s, claim=dataclasses.replace(s.claim, seq=seq, yaw_deg=12.0, pitch_deg=0.0))
-        found += det.on_shot(s, skip)
+        # A 20 deg flick in one command, the shot fired part-way through it (sub-tick); then
+        # shots with no view known (not judged) and shots exactly along the view.
+        s = make_shot(t=1.0 + k)
+        flick = dataclasses.replace(s.claim, yaw_deg=12.0, pitch_deg=0.0, view=(20.0, 0.0), prev_view=(0.0, 0.0))
+        found += det.on_shot(dataclasses.replace(s, claim=flick), skip)
+        s = make_shot(t=1.3 + k)
+        found += det.on_shot(dataclasses.replace(s, claim=dataclasses.replace(s.claim, yaw_deg=50.0)), skip)
+        s = make_shot(t=1.6 + k)
+        along = dataclasses.replace(s.claim, yaw_deg=33.0, pitch_deg=2.0, view=(33.0, 2.0), prev_view=None)
+        found += det.on_shot(dataclasses.replace(s, claim=along), skip)
     assert found == []

@@ -195,6 +195,8 @@ def test_claimed_victim_is_rewound_even_when_the_server_ray_misses() -> None:
     mine = [s for s in log.shots if s.shooter == a.slot]
     assert len(mine) >= 2 and all(s.victim is None for s in mine)
     for s in mine:
+        # The server attaches the firing command's view and the one before, for the silent-aim check.
+        assert s.claim.view == (40.0, 0.0) and s.claim.prev_view == (40.0, 0.0)
         assert s.claimed_victim_pos is not None
         assert abs(s.claimed_victim_pos[0] - 25.0) < 0.1 and abs(s.claimed_victim_pos[1] - 30.0) < 0.1
 
