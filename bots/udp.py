@@ -32,6 +32,26 @@ log = logging.getLogger(__name__)
 Address = tuple[str, int]
 
 RECV_MAX_BYTES = 2048
+RECV_QUEUE_DATAGRAMS = 64
+"""Datagrams a bot keeps unread at most (one second of snapshots); beyond it the oldest go."""
+
+
+class NewestQueue(asyncio.Queue):  # type: ignore[type-arg]
+    """A bounded receive queue that drops its *oldest* item when full, counting drops.
+
+    asyncio-dgram's own queue is unbounded: a client that falls behind for a moment (a busy
+    machine) would then read ever-older snapshots and carry that lag for the rest of the match. A
+    game client wants the newest state, and a real socket buffer drops on overflow too."""
+
+    def __init__(self, maxsize: int) -> None:
+        super().__init__(maxsize)
+        self.dropped = 0
+
+    def put_nowait(self, item: object) -> None:
+        if self.full():
+            self.get_nowait()
+            self.dropped += 1
+        super().put_nowait(item)
 """Read size (bytes) for the stdlib selector loop: datagrams are at most 1200 bytes, and the
 default 256 KiB read buffer costs ~15 us per datagram (REFERENCES section 9)."""
 
@@ -44,7 +64,7 @@ async def _open(server_addr: Address, bind_host: str) -> DatagramClient:
     ``asyncio_dgram.connect`` instead and the kernel picks the local address by route (loopback
     for a loopback server, which is where bots run)."""
     if not isinstance(asyncio.get_running_loop(), asyncio.BaseEventLoop):
-        return await asyncio_dgram.connect(server_addr)
+        return _bounded(await asyncio_dgram.connect(server_addr))
     infos = socket.getaddrinfo(server_addr[0], server_addr[1], type=socket.SOCK_DGRAM)
     family = infos[0][0]
     sock = socket.socket(family, socket.SOCK_DGRAM)
@@ -62,6 +82,15 @@ async def _open(server_addr: Address, bind_host: str) -> DatagramClient:
         transport.max_size = RECV_MAX_BYTES
     if not isinstance(stream, DatagramClient):  # pragma: no cover - from_socket on a connected socket
         raise RuntimeError("expected a connected datagram stream")
+    return _bounded(stream)
+
+
+def _bounded(stream: DatagramClient) -> DatagramClient:
+    """Swap asyncio-dgram's unbounded receive queue for a :class:`NewestQueue` (no public hook:
+    the stream and its protocol share the private ``_recvq``)."""
+    queue = NewestQueue(RECV_QUEUE_DATAGRAMS)
+    stream._recvq = queue  # type: ignore[attr-defined]
+    stream._transport.get_protocol()._recvq = queue  # type: ignore[attr-defined]
     return stream
 
 

@@ -162,3 +162,12 @@ def test_run_bots_on_uvloop(game_map: GameMap, geometry: MapGeometry) -> None:
         stats = runner.run(play())
     assert len(stats) == 2 and {s.slot for s in stats} == {0, 1}
     assert all(s.snapshots >= 15 and s.send_errors == 0 for s in stats)
+
+
+def test_receive_queue_keeps_the_newest_datagrams() -> None:
+    from bots.udp import NewestQueue
+
+    q = NewestQueue(3)
+    for i in range(5):
+        q.put_nowait(i)
+    assert q.dropped == 2 and [q.get_nowait() for _ in range(3)] == [2, 3, 4]
