@@ -68,4 +68,7 @@ def main(argv: list[str]) -> dict[str, Any]:
         out[f"p99_ms_{rate}"] = round(stats["p99_ms"], 3)
         out[f"empty_tick_ms_{rate}"] = round(empty * 1e3, 4)
         out[f"p99_vs_empty_{rate}"] = round(stats["p99_ms"] / (empty * 1e3), 1)
+        phases = stats["phase_mean_ms"]
+        print("      mean ms per phase: " + ", ".join(f"{k} {v:.2f}" for k, v in phases.items()))
+        out[f"phase_mean_ms_{rate}"] = {k: round(v, 3) for k, v in phases.items()}
     return out

@@ -323,22 +323,31 @@ class ServerCore:
         self._tick_events = self._session_events
         self._session_events = []
         self._out = []
+        clock = time.perf_counter
+        stats = self.tick_stats
         self._expire_clients(now_s)
         self._respawn_due(now_s)
+        t0 = clock()
         pending = self._apply_inputs(now_s)
         self._resend_corrections(now_s)
+        t1 = clock()
         self._resolve_shots(pending, now_s)
         self._connection_samples(now_s)
+        t2 = clock()
         detections = self._detect()
+        t3 = clock()
         self.history.record(self.tick, now_s, self.world)
         if self.recorder is not None:
             self.recorder.write_tick(self.tick, now_s, [*self._tick_events, *detections])
         self._baits = [b for b in self._baits if b.expires_s > now_s]
-        rtt = self._rtt_array(now_s)
-        self.culler.refresh(self.tick, self.world, rtt)
+        t4 = clock()
+        self.culler.refresh(self.tick, self.world, self._rtt_array(now_s))
+        t5 = clock()
         if self.tick % self.config.snapshot_every == 0:
             self._send_snapshots(now_s)
-        self.tick_stats.add(time.perf_counter() - started)
+        t6 = clock()
+        stats.add_phases(t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5)
+        stats.add(t6 - started)
         return self._out
 
     def _expire_clients(self, now_s: float) -> None:

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 
+PHASES = ("inputs", "shots", "detect", "record", "visibility", "snapshots")
+"""The tick flow's phases (DESIGN.md), in order, as :meth:`TickStats.add_phases` takes them."""
+
+
 class TickStats:
-    """Durations (s) of the last ``window`` ticks, overrun count, and percentiles.
+    """Durations (s) of the last ``window`` ticks, overrun count, and percentiles; the mean time
+    of each phase of the tick flow, to show where a slow tick goes.
 
     An overrun is a tick whose processing took longer than the tick budget (1 / tick rate).
     """
@@ -17,6 +24,15 @@ class TickStats:
         self._n = 0
         self.overruns = 0
         self.ticks = 0
+        self._phase_s = [0.0] * len(PHASES)
+        self._phase_ticks = 0
+
+    def add_phases(self, *durations_s: float) -> None:
+        """Add one tick's time (s) per phase, in :data:`PHASES` order."""
+        acc = self._phase_s
+        for i, d in enumerate(durations_s):
+            acc[i] += d
+        self._phase_ticks += 1
 
     def add(self, duration_s: float) -> None:
         """Record one tick's processing time (s)."""
@@ -31,8 +47,8 @@ class TickStats:
         n = min(self._n, self._ring.size)
         return float(np.percentile(self._ring[:n], q)) if n else 0.0
 
-    def summary(self) -> dict[str, float]:
-        """p50/p99/max in ms, and as fractions of the budget; overrun count."""
+    def summary(self) -> dict[str, Any]:
+        """p50/p99/max in ms, and as fractions of the budget; overrun count; mean ms per phase."""
         n = min(self._n, self._ring.size)
         mx = float(self._ring[:n].max()) if n else 0.0
         p50, p99 = self.percentile(50), self.percentile(99)
@@ -44,4 +60,6 @@ class TickStats:
             "max_ms": mx * 1e3,
             "p50_budget": p50 / self.budget_s,
             "p99_budget": p99 / self.budget_s,
+            "phase_mean_ms": {name: (t / self._phase_ticks * 1e3 if self._phase_ticks else 0.0)
+                              for name, t in zip(PHASES, self._phase_s)},
         }

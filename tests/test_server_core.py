@@ -236,3 +236,16 @@ def test_a_lost_respawn_correction_is_sent_again_until_claims_show_it_arrived() 
     # No teleport evidence for the claims from the origin: they were never judged.
     assert core.validator.suppressed[a.slot] >= 30
     assert core.rejections.get("internal_error", 0) == 0
+
+
+def test_tick_stats_split_the_tick_into_its_phases() -> None:
+    from server.tick_stats import PHASES
+
+    core, a, b = _two_players()
+    run_ticks(core, [a, b], 64)
+    summary = core.tick_stats.summary()
+    phases = summary["phase_mean_ms"]
+    assert list(phases) == list(PHASES)
+    assert all(v >= 0.0 for v in phases.values()) and phases["visibility"] > 0.0 and phases["inputs"] > 0.0
+    # The phases are inside the tick: their sum never exceeds the slowest tick.
+    assert sum(phases.values()) <= summary["max_ms"] + 1e-9
