@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from server.config import VisibilityConfig
 from server.visibility import VisibilityCuller
@@ -73,3 +74,27 @@ def test_refresh_spreads_viewers_over_ticks() -> None:
     assert culler.visible[1, 0] and not culler.visible[0, 1]
     culler.refresh(4, w, rtt)
     assert culler.visible[0, 1]
+
+
+@pytest.mark.parametrize("map_name", ["corridors", "city"])
+def test_the_head_top_ray_stands_for_the_whole_centre_line(map_name: str) -> None:
+    # The culler tests one ray per centre line: if any lower point of it is in sight, the top is.
+    from world.mapfile import builtin_map
+
+    game_map = builtin_map(map_name)
+    geometry = MapGeometry(game_map)
+    rng = np.random.default_rng(7)
+    x0, y0, x1, y1 = game_map.bounds
+    n = 20000
+    eye = np.column_stack([rng.uniform(x0, x1, n), rng.uniform(y0, y1, n), rng.choice([1.05, 1.64], n)])
+    feet = np.column_stack([eye[:, 0] + rng.normal(0, 12, n), eye[:, 1] + rng.normal(0, 12, n), np.zeros(n)])
+    feet[:, 0] = np.clip(feet[:, 0], x0 + 0.5, x1 - 0.5)
+    feet[:, 1] = np.clip(feet[:, 1], y0 + 0.5, y1 - 0.5)
+    top = feet + np.array([0.0, 0.0, 1.75])
+    top_clear = geometry.los_clear(eye, top)
+    for z in (0.2, 0.7, 1.26, 1.5):
+        lower_clear = geometry.los_clear(eye, feet + np.array([0.0, 0.0, z]))
+        assert not np.any(lower_clear & ~top_clear)
+    # Both outcomes occur, so the check is not vacuous (low cover hides lower points only).
+    lower = geometry.los_clear(eye, feet + np.array([0.0, 0.0, 0.7]))
+    assert top_clear.sum() > lower.sum() > 100
