@@ -282,6 +282,7 @@ class _ProgressLine:
 
 def _cmd_match(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from testbed.bot_factory import profile_names
+    from testbed.bot_process import BotProcessError
     from testbed.match import run_udp, run_virtual
     from testbed.report import render_table, summary_line
     from testbed.scenario import ScenarioError, default_scenario, load_scenario
@@ -310,7 +311,7 @@ def _cmd_match(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             # The bots (and their link proxies) run in a process of their own on the stdlib loop,
             # so this process serves alone and can use uvloop.
             result = _run_async(run_udp(scenario, port=args.port, replay_path=args.replay, progress=progress))
-    except ScenarioError as exc:
+    except (ScenarioError, BotProcessError) as exc:
         raise CliError(str(exc)) from exc
     finally:
         if progress is not None:
