@@ -43,6 +43,7 @@ from enum import IntFlag
 from anticheat.detector import NO_DETECTIONS, Detector
 from anticheat.events import Detection, ShotResult
 from anticheat.skip import SkipBook
+from world.constants import STANDING_CHEST_M
 from world.weapons import WEAPONS, WeaponId, weapon as weapon_spec
 
 log = logging.getLogger(__name__)
@@ -152,7 +153,7 @@ class BustAimConfig:
     moving_speed_sq_m2_s2: float = 0.01
     weapon_ranges_m: tuple[tuple[int, float], ...] = field(default_factory=default_weapon_ranges)
     range_margin_m: float = 10.0
-    victim_ref_height_m: float = 1.26
+    victim_ref_height_m: float = STANDING_CHEST_M
     aim_includes_claimed_recoil: bool = True
     default_flags: int = int(ALL_CHECKS)
     severity_out_of_range: float = 0.4

@@ -43,6 +43,7 @@ from anticheat.detector import NO_DETECTIONS, Detector
 from anticheat.aimstats import angular_step_deg
 from anticheat.events import Detection, FireEvidence, FireKind, RewindDecision, ShotResult, SpawnEvent
 from anticheat.skip import SkipBook
+from world.constants import STANDING_CHEST_M
 from world.weapons import WeaponId, weapon
 
 log = logging.getLogger(__name__)
@@ -90,8 +91,8 @@ class FireConfig:
             packet delays its command until a re-send arrives, and losses come in bursts
             (1 s per unit: 50 ms at 5 % loss).
         backtrack_ring, backtrack_min: of the last ``backtrack_ring`` shots with a claimed view
-            time (fewer early on), at least ``backtrack_min`` must be stale ("consistently": 5 of 8; honest claims sit
-            well inside the allowances, see the scenario tests).
+            time (fewer early on), at least ``backtrack_min`` must be stale ("consistently": 5 of
+            8; honest claims sit well inside the allowances, see the scenario tests).
         cooldown_s: at most one Detection per player and kind per this many seconds.
         *_severity: severity of each kind's Detection.
     """
@@ -137,8 +138,9 @@ class FireConfig:
     backtrack_severity: float = 0.6
 
     def __post_init__(self) -> None:
-        if min(self.auto_c_count, self.rapid_fire_count, self.too_soon_count, self.silent_aim_count,
-               self.ghost_count, self.backtrack_min, self.silent_aim_angles_count, self.forged_hit_count) < 1 or self.backtrack_min > self.backtrack_ring:
+        counts = (self.auto_c_count, self.rapid_fire_count, self.too_soon_count, self.silent_aim_count,
+                  self.ghost_count, self.backtrack_min, self.silent_aim_angles_count, self.forged_hit_count)
+        if min(counts) < 1 or self.backtrack_min > self.backtrack_ring:
             raise ValueError("counts must be >= 1 and backtrack_min <= backtrack_ring")
 
     def auto_c_limit_s(self, weapon_id: int) -> float | None:
@@ -154,9 +156,6 @@ class FireConfig:
         """Severity of a Detection of ``kind``."""
         return float(getattr(self, f"{kind}_severity", 0.5))
 
-
-_CHEST_HEIGHT_M = 1.26
-"""Reference height of a claimed victim (m above the feet): a standing chest."""
 
 class _Burst:
     """Whether ``count`` events fell within ``window_s``: a ring of the last ``count`` times."""
@@ -325,12 +324,12 @@ class FireDetector(Detector):
                                    "origin_claimed": int(claim.claimed_origin is not None)})
         victim = shot.claimed_victim_pos
         if hit is not None and victim is not None:
-            chest = (victim[0], victim[1], victim[2] + _CHEST_HEIGHT_M)
+            chest = (victim[0], victim[1], victim[2] + STANDING_CHEST_M)
             off = _dist(hit, chest)
             if off > cfg.forged_hit_m and st.bursts["forged_hit"].add(shot.time_s):
+                victim_slot = -1 if claim.claimed_victim is None else claim.claimed_victim
                 out += self._emit(st, shot.shooter, shot.tick, shot.time_s, "forged_hit", off,
-                                  f"ForgedHit-{off:.0f}m", {"distance_m": off, "victim": -1 if claim.claimed_victim is None
-                                                            else claim.claimed_victim})
+                                  f"ForgedHit-{off:.0f}m", {"distance_m": off, "victim": victim_slot})
         ghost = 0.0
         check = ""
         if claim.claimed_origin is not None:

@@ -45,6 +45,7 @@ from server.snapshots import SnapshotBuilder
 from server.spawns import choose_spawn
 from server.tick_stats import TickStats
 from server.visibility import VisibilityCuller
+from world.constants import CROUCHING_CHEST_M, CROUCHING_EYE_M, STANDING_CHEST_M, STANDING_EYE_M
 from world.geometry import MapGeometry
 from world.hitbox import Bone
 from world.mapfile import GameMap
@@ -54,8 +55,8 @@ from world.weapons import WEAPONS, WeaponId
 log = logging.getLogger(__name__)
 
 Outgoing = list[tuple[Address, bytes]]
-_CHEST_M = np.array([1.26, 0.70])
-_EYE_M = np.array([1.64, 1.05])
+_CHEST_M = np.array([STANDING_CHEST_M, CROUCHING_CHEST_M])
+_EYE_M = np.array([STANDING_EYE_M, CROUCHING_EYE_M])
 
 
 @dataclass(slots=True)
@@ -74,13 +75,13 @@ class _PendingShot:
     directions: np.ndarray
     cmd_time_s: float
     recoil: tuple[float, float]
-    crosshair: np.ndarray
-    """Spread-free direction of this command's crosshair (unit)."""
-    probe: np.ndarray | None
-    """Spread-free direction of the previous command's crosshair (unit), None when unknown."""
-    probe_dt_s: float
     view: tuple[float, float]
-    prev_view: tuple[float, float] | None
+    """(yaw, pitch) of the command that fired (deg)."""
+    punch: tuple[float, float]
+    """(pitch, yaw) kick the shot flew with (deg)."""
+    prev_aim: tuple[float, float, float, float] | None
+    """(yaw, pitch, punch pitch, punch yaw) after the command before (deg), None when unknown."""
+    cmd_dt_s: float
 
 
 def _crosshair(yaw_deg: float, pitch_deg: float, punch_pitch_deg: float, punch_yaw_deg: float) -> np.ndarray:
@@ -513,13 +514,11 @@ class ServerCore:
         )
         origin = eye_positions(w, np.array([slot]))[0]
         session.shots_fired += 1
-        crosshair = _crosshair(cmd.yaw_deg, cmd.pitch_deg, outcome.punch_pitch_deg, outcome.punch_yaw_deg)
         last = session.last_aim
-        follows = last is not None and last[0] == cmd.seq - 1
-        probe = _crosshair(*last[1:]) if follows else None
+        prev_aim = last[1:] if last is not None and last[0] == cmd.seq - 1 else None
         return _PendingShot(session, shot, origin, directions, t_cmd, (cmd.recoil_pitch_deg, cmd.recoil_yaw_deg),
-                            crosshair, probe, float(cmd.duration_s), (cmd.yaw_deg, cmd.pitch_deg),
-                            (last[1], last[2]) if follows else None)
+                            (cmd.yaw_deg, cmd.pitch_deg), (outcome.punch_pitch_deg, outcome.punch_yaw_deg),
+                            prev_aim, float(cmd.duration_s))
 
     def _aim_samples(self, round_: list[tuple[ClientSession, proto.Command]], slots: np.ndarray, now_s: float) -> None:
         w = self.world
@@ -573,14 +572,15 @@ class ServerCore:
         direction = np.array([p.directions[k] for p, k in rows])
         # Probe rays ride in the same batch and never deal damage: the spread-free crosshair of
         # the shot, and that of the previous command one command earlier (first contact).
-        probed = [row for row, (p, k) in enumerate(rows) if k == 0 and p.probe is not None]
+        probed = [row for row, (p, k) in enumerate(rows) if k == 0 and p.prev_aim is not None]
         n_probed = len(probed)
         if probed:
-            back = times[probed] - np.array([rows[r][0].probe_dt_s for r in probed])
+            pend = [rows[r][0] for r in probed]
+            back = times[probed] - np.array([p.cmd_dt_s for p in pend])
             shooter = np.concatenate([shooter, shooter[probed], shooter[probed]])
             origin = np.concatenate([origin, origin[probed], origin[probed]])
-            direction = np.concatenate([direction, np.array([rows[r][0].crosshair for r in probed]),
-                                        np.array([rows[r][0].probe for r in probed])])
+            direction = np.concatenate([direction, np.array([_crosshair(*p.view, *p.punch) for p in pend]),
+                                        np.array([_crosshair(*p.prev_aim) for p in pend])])
             times = np.concatenate([times, times[probed], np.maximum(0.0, back)])
             weapon_ids = np.concatenate([weapon_ids, weapon_ids[probed], weapon_ids[probed]])
         batch = ShotBatch.build(
@@ -633,11 +633,9 @@ class ServerCore:
         if not claimed or len(self.history) == 0:
             return {}
         slots = np.array([rows[r][0].shot.claimed_victim for r in claimed], dtype=np.intp)
-        rewound = self.history.rewind(times[claimed], slots)
-        idx = np.arange(len(claimed))
-        pos = rewound.pos[idx, idx]
-        alive = rewound.alive[idx, idx]
-        return {r: _vec(pos[i]) for i, r in enumerate(claimed) if alive[i]}
+        b = self.history.bracket(times[claimed])
+        st = self.history.pairs(b.ring, b.frac, slots)
+        return {r: _vec(st.pos[i]) for i, r in enumerate(claimed) if st.alive[i]}
 
     def _claim(self, p: _PendingShot) -> ShotClaim:
         s = p.shot
@@ -654,7 +652,7 @@ class ServerCore:
             recoil_yaw_deg=p.recoil[1],
             seq=s.cmd_seq,
             view=p.view,
-            prev_view=p.prev_view,
+            prev_view=None if p.prev_aim is None else p.prev_aim[:2],
         )
 
     def _kill(self, killer: ClientSession, victim: int, weapon_id: int, bone: int, distance: float, now_s: float) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 
 from rich.table import Table
 
-from bots.profiles import PROFILES
+from bots.profiles import HONEST, PROFILES
 
 from testbed.report import MatchResult, PlayerResult
 from testbed.scenario import Scenario, builtin_scenario, builtin_scenario_names
@@ -39,7 +39,6 @@ __all__ = [
 ]
 
 CHEAT_PREFIX = "cheat_"
-HONEST = "honest"
 
 
 @dataclass(frozen=True, slots=True)

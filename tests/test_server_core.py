@@ -9,8 +9,9 @@ from tests.server_harness import ScriptedClient, arena_map, make_core, place, ru
 from world.weapons import WeaponId
 
 
-def _two_players(game_map=None):
+def _two_players(game_map=None, pipeline=None):
     core = make_core(game_map)
+    core.pipeline = pipeline
     a = ScriptedClient("alice", ("127.0.0.1", 5001))
     b = ScriptedClient("bob", ("127.0.0.1", 5002))
     for c in (a, b):
@@ -110,7 +111,8 @@ def test_nan_claims_never_enter_state() -> None:
     assert np.all(np.isfinite(core.world.pos))
 
 
-def _core_with_shot_log():
+def _armed_duel():
+    """Alice 15 m west of Bob, facing him with a ready pistol; a pipeline keeps every ShotResult."""
     from anticheat.detector import Detector
     from anticheat.pipeline import DetectionPipeline
     from anticheat.skip import SkipBook
@@ -126,22 +128,16 @@ def _core_with_shot_log():
             return ()
 
     log = Log()
-    core = make_core()
-    core.pipeline = DetectionPipeline([log], SkipBook())
-    return core, log
-
-
-def test_first_contact_tells_whether_the_crosshair_was_already_on_the_victim() -> None:
-    core, log = _core_with_shot_log()
-    a = ScriptedClient("alice", ("127.0.0.1", 5001))
-    b = ScriptedClient("bob", ("127.0.0.1", 5002))
-    for c in (a, b):
-        c.connect(core, 0.0)
-    run_ticks(core, [a, b], 3)
+    core, a, b = _two_players(pipeline=DetectionPipeline([log], SkipBook()))
     place(core, a.slot, (10.0, 30.0), 0.0, a)
     place(core, b.slot, (25.0, 30.0), 180.0, b)
     weapon_ready(core, a.slot, int(WeaponId.PISTOL))
     run_ticks(core, [a, b], 40)
+    return core, log, a, b
+
+
+def test_first_contact_tells_whether_the_crosshair_was_already_on_the_victim() -> None:
+    core, log, a, b = _armed_duel()
     shot = proto.Shot(cmd_seq=0, weapon=int(WeaponId.PISTOL), yaw_deg=0.0, pitch_deg=-1.5, view_time_s=0.0)
     # Per 160-tick round (shots 50-60 ticks apart, slower than the pistol's 0.6 s): at 20 the
     # crosshair has been on bob since the round began; at 70 it swings onto bob from 30 deg away
@@ -172,16 +168,7 @@ def test_first_contact_tells_whether_the_crosshair_was_already_on_the_victim() -
 
 
 def test_claimed_victim_is_rewound_even_when_the_server_ray_misses() -> None:
-    core, log = _core_with_shot_log()
-    a = ScriptedClient("alice", ("127.0.0.1", 5001))
-    b = ScriptedClient("bob", ("127.0.0.1", 5002))
-    for c in (a, b):
-        c.connect(core, 0.0)
-    run_ticks(core, [a, b], 3)
-    place(core, a.slot, (10.0, 30.0), 0.0, a)
-    place(core, b.slot, (25.0, 30.0), 180.0, b)
-    weapon_ready(core, a.slot, int(WeaponId.PISTOL))
-    run_ticks(core, [a, b], 40)
+    core, log, a, b = _armed_duel()
     # Aimed 40 deg away from bob, claiming a head hit on him 60 m behind him (proaim).
     shot = proto.Shot(cmd_seq=0, weapon=int(WeaponId.PISTOL), yaw_deg=40.0, pitch_deg=0.0, view_time_s=0.0,
                       claimed_victim=b.slot, claimed_hit_point=(85.0, 30.0, 1.7), claimed_bone=2)

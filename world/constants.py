@@ -24,6 +24,12 @@ STANDING_EYE_M: Final = 1.64
 CROUCHING_EYE_M: Final = 1.05
 """Eye height above the feet when crouching; below low cover, so a crouched player cannot shoot over it."""
 
+STANDING_CHEST_M: Final = 1.26
+"""Centre of a standing player's upper torso above the feet: the reference point of a body."""
+
+CROUCHING_CHEST_M: Final = 0.70
+"""Centre of a crouching player's upper torso above the feet."""
+
 LOW_COVER_HEIGHT_M: Final = 1.20
 """Height of the built-in maps' low cover: above a crouching body, below a standing eye."""
 
