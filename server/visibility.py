@@ -18,13 +18,17 @@ time (it did: 40 % of all rays).
 
 from __future__ import annotations
 
+import math
+
+import numba
 import numpy as np
 
 from server.config import VisibilityConfig
 from world.constants import CROUCHING_EYE_M, STANDING_EYE_M
 from world.geometry import MapGeometry
 from world.hitbox import BOUND_ZMAX
-from world.state import WorldState
+from world.ray_kernel import ray_walk
+from world.state import WorldLimits, WorldState
 
 _EYE = np.array([STANDING_EYE_M, CROUCHING_EYE_M])
 # Sample heights as fractions of the stance's body height: the top of the centre line (it stands
@@ -43,6 +47,8 @@ class VisibilityCuller:
         self.period_ticks = max(1, round(tick_rate_hz / config.refresh_hz))
         self.period_s = self.period_ticks / tick_rate_hz
         self.rays_cast = 0
+        # Compile (or load from numba's cache) now, not inside the first tick that needs it.
+        self._visible_pairs(WorldState(WorldLimits(max_players=1)), np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0))
 
     def forget(self, slot: int) -> None:
         """Clear a slot's row and column (player left or joined)."""
@@ -81,59 +87,56 @@ class VisibilityCuller:
         self.visible[vi[seen], ti[seen]] = True
 
     def _visible_pairs(self, world: WorldState, vi: np.ndarray, ti: np.ndarray, horizon: np.ndarray) -> np.ndarray:
-        """(P,) True where the viewer's eye sees any sample of the target, now or both moved ahead.
-
-        Two batched queries per refresh, whatever the number of pairs: the head-top ray of every
-        pair now, then every other sample (now and predicted) of the pairs still hidden. The
-        geometry has a fixed cost per call, so fewer, larger calls are what keeps this cheap.
-        """
-        eye_now, feet_now, height = self._poses(world, vi, ti, np.zeros_like(horizon))
-        top = feet_now.copy()
-        top[:, 2] += height * _TOP_FRACTION
-        seen = self._clear(eye_now, top)
-        hidden = np.flatnonzero(~seen)
-        if hidden.size == 0:
-            return seen
-        p0s, p1s, owner = [], [], []
-        for k, ahead in enumerate((np.zeros(hidden.size), horizon[hidden])):
-            eye, feet, h = self._poses(world, vi[hidden], ti[hidden], ahead)
-            # The head-top ray of "now" was the first query.
-            for point in self._samples(eye, feet, h, skip_top=k == 0):
-                p0s.append(eye)
-                p1s.append(point)
-                owner.append(hidden)
-        clear = self._clear(np.concatenate(p0s), np.concatenate(p1s))
-        seen[np.concatenate(owner)[clear]] = True
+        """(P,) True where the viewer's eye sees any sample of the target, now or both moved ahead."""
+        seen, rays = _visible_pairs_kernel(
+            vi, ti, horizon, world.pos, world.vel, world.stance.astype(np.int64), _EYE, BOUND_ZMAX,
+            _TOP_FRACTION, _SIDE_FRACTION, float(self.config.lateral_m), *self.geometry.ray_args,
+        )
+        self.rays_cast += rays
         return seen
 
-    @staticmethod
-    def _poses(world: WorldState, vi: np.ndarray, ti: np.ndarray, ahead_s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Viewer eyes, target feet (both moved ``ahead_s`` along their velocities) and body heights."""
-        eye = world.pos[vi] + world.vel[vi] * ahead_s[:, None]
-        eye[:, 2] = world.pos[vi, 2] + _EYE[world.stance[vi]]
-        feet = world.pos[ti] + world.vel[ti] * ahead_s[:, None]
-        feet[:, 2] = world.pos[ti, 2]
-        return eye, feet, BOUND_ZMAX[world.stance[ti]]
 
-    def _samples(self, eye: np.ndarray, feet: np.ndarray, height: np.ndarray, skip_top: bool) -> list[np.ndarray]:
-        """Sample points of the target's extents: the top of the centre line (standing for all of
-        it) and both sides at shoulder height across the line of sight."""
-        out = []
-        if not skip_top:
-            point = feet.copy()
-            point[:, 2] += height * _TOP_FRACTION
-            out.append(point)
-        d = feet[:, :2] - eye[:, :2]
-        norm = np.hypot(d[:, 0], d[:, 1])
-        norm = np.where(norm > 1e-9, norm, 1.0)
-        side = np.column_stack([-d[:, 1] / norm, d[:, 0] / norm]) * self.config.lateral_m
-        for sign in (1.0, -1.0):
-            point = feet.copy()
-            point[:, :2] += sign * side
-            point[:, 2] += height * _SIDE_FRACTION
-            out.append(point)
-        return out
-
-    def _clear(self, p0: np.ndarray, p1: np.ndarray) -> np.ndarray:
-        self.rays_cast += p0.shape[0]
-        return self.geometry.los_clear(p0, p1)
+@numba.njit(cache=True, nogil=True)
+def _visible_pairs_kernel(
+    vi: np.ndarray, ti: np.ndarray, horizon: np.ndarray, pos: np.ndarray, vel: np.ndarray, stance: np.ndarray,
+    eye_height: np.ndarray, body_height: np.ndarray, top_fraction: float, side_fraction: float, lateral_m: float,
+    frame: np.ndarray, ny: int, n_box: int, boxes: np.ndarray, cv_height: np.ndarray, cv_planes: np.ndarray,
+    cv_edges: np.ndarray, cell_start: np.ndarray, cell_items: np.ndarray, skip: np.ndarray,
+) -> tuple[np.ndarray, int]:  # pragma: no cover - compiled
+    """Per (viewer, target) pair: the head-top ray now, then, while the target stays hidden, the
+    shoulder-height sides now and the three samples with both players moved ``horizon`` seconds
+    ahead (xy only), stopping at the first clear line. Returns (seen, rays cast)."""
+    n = vi.shape[0]
+    seen = np.zeros(n, dtype=np.bool_)
+    marks = np.zeros(n_box + cv_height.shape[0], dtype=np.int64)
+    stamp = 0
+    rays = 0
+    for p in range(n):
+        v, t = vi[p], ti[p]
+        h = body_height[stance[t]]
+        eye_z = pos[v, 2] + eye_height[stance[v]]
+        for k in range(2):
+            ahead = 0.0 if k == 0 else horizon[p]
+            ex, ey = pos[v, 0] + vel[v, 0] * ahead, pos[v, 1] + vel[v, 1] * ahead
+            fx, fy = pos[t, 0] + vel[t, 0] * ahead, pos[t, 1] + vel[t, 1] * ahead
+            dx, dy = fx - ex, fy - ey
+            norm = math.hypot(dx, dy)
+            if not norm > 1e-9:
+                norm = 1.0
+            sx, sy = -dy / norm * lateral_m, dx / norm * lateral_m
+            for j in range(3):
+                if j == 0:
+                    px, py, pz = fx, fy, pos[t, 2] + h * top_fraction
+                else:
+                    sign = 1.0 if j == 1 else -1.0
+                    px, py, pz = fx + sign * sx, fy + sign * sy, pos[t, 2] + h * side_fraction
+                stamp += 1
+                rays += 1
+                hit = ray_walk(ex, ey, eye_z, px - ex, py - ey, pz - eye_z, 1.0, True, frame, ny, n_box, boxes,
+                               cv_height, cv_planes, cv_edges, cell_start, cell_items, skip, marks, stamp)
+                if hit == math.inf:
+                    seen[p] = True
+                    break
+            if seen[p]:
+                break
+    return seen, rays

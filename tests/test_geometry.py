@@ -453,9 +453,9 @@ def test_answers_do_not_depend_on_the_grid(builtin_geos: dict[str, MapGeometry],
 
 # ------------------------------------------------------------------------ small batches
 #
-# Batches of a few rows take dedicated paths (rays one by one with Python floats, rays sampled
-# all at once on a finer grid, sweeps circle by circle). They must answer exactly like the
-# batched machinery that large batches take (more rows than any small path accepts).
+# Sweeps of a few rows take a dedicated path (circle by circle with Python floats); rays of one
+# row skip the array plumbing. They must answer exactly like large batches (more rows than any
+# small path accepts), whatever the batch a query arrives in.
 
 _LARGE = 300  # rows: past every small-batch path
 _SPLITS = (1, 2, 3, 4, 5, 16, 17, 32, 100)
@@ -503,7 +503,7 @@ def _awkward_rays(geometry: MapGeometry, n: int, rng: np.random.Generator) -> tu
 
 
 @pytest.mark.parametrize("name", ["open", "corridors", "city", "arena"])
-def test_small_ray_batches_match_the_large_batch_path(builtin_geos: dict[str, MapGeometry], geo: MapGeometry, name: str) -> None:
+def test_ray_answers_do_not_depend_on_the_batch(builtin_geos: dict[str, MapGeometry], geo: MapGeometry, name: str) -> None:
     geometry = geo if name == "arena" else builtin_geos[name]
     rng = np.random.default_rng(31)
     p0, p1 = _awkward_rays(geometry, _LARGE, rng)
@@ -638,28 +638,6 @@ def test_single_point_inputs_of_any_form(geo: MapGeometry) -> None:
         geo.first_wall_hit(np.array([5.0, 5.0, 1.0]), np.ones(3), -1.0)
     with pytest.raises(ValueError, match="p1 contains NaN or inf"):
         geo.sweep(np.array([5.0, 5.0]), np.array([math.inf, 5.0]))
-
-
-@pytest.mark.parametrize("knob", ["no_padded_tables", "tiny_gather"])
-def test_small_ray_batches_fall_back_cleanly(monkeypatch: pytest.MonkeyPatch, builtin_geos: dict[str, MapGeometry], knob: str) -> None:
-    """Without the padded tables (a cell with too many pieces) or with a tiny gather limit the
-    batched sampling kernel hands over to the stretch walk; the answers do not change."""
-    import world.geometry as geometry_module
-
-    ref = builtin_geos["city"]
-    if knob == "no_padded_tables":
-        monkeypatch.setattr(geometry_module, "_SMALL_MAX_SLOTS", 1)
-    else:
-        monkeypatch.setattr(geometry_module, "_SMALL_MAX_GATHER", 64)
-    other = MapGeometry(ref.game_map)
-    rng = np.random.default_rng(12)
-    p0, p1 = _awkward_rays(ref, _LARGE, rng)
-    d = p1 - p0
-    d[np.all(d == 0.0, axis=1)] = (0.0, 0.0, 1.0)
-    for size in (3, 40):
-        for fn_ref, fn, args in ((ref.los_clear, other.los_clear, (p0, p1)), (ref.first_wall_hit, other.first_wall_hit, (p0, d, 60.0))):
-            got = np.concatenate([fn(*(x[i : i + size] if isinstance(x, np.ndarray) else x for x in args)) for i in range(0, _LARGE, size)])
-            assert _same_bits(got, fn_ref(*args))
 
 
 @pytest.mark.parametrize("cell", [1.0, 2.5, 9.0, 40.0])

@@ -5,41 +5,31 @@ wall's height. The map bounds act as infinitely tall walls for every query: rays
 players cannot leave them, and points on or outside them count as inside a wall. Solids are
 closed: touching a wall (a face, an edge, the top) counts as hitting it.
 
-All queries take batches (numpy arrays, one row per query) and are vectorised: Python loops run
-over walls only at construction time. Rays are exact (no sampling; float rounding only):
+All queries take batches (numpy arrays, one row per query). Rays are exact (no sampling of
+the answer; float rounding only):
 
 * every footprint becomes convex pieces: itself when convex, else boxes (rectilinear footprints
   cut along their vertices) or triangles; a prism is the union of its pieces' prisms, so the
   first entry into a wall is the first entry into any of its pieces;
-* a uniform grid over the bounds maps each cell to the pieces touching it (CSR arrays); a ray
-  visits only the cells it crosses, so its cost scales with the walls near it, not with the map.
-  Rays are walked in growing stretches and drop out once their answer is known, so the work
-  behind the first wall a ray meets is mostly skipped;
+* a fine uniform grid over the bounds lists in each cell every piece within half a cell of it;
+  a ray sampled once per cell length meets every piece it touches, so its cost scales with the
+  walls near it, not with the map, and it stops at the first wall (:mod:`world.ray_kernel`, a
+  compiled walk, one ray at a time);
 * z is linear along a ray, so against one convex prism the ray is a clipping problem: intersect
   the ray's parameter interval with each edge's half-plane (a slab test for boxes, Cyrus-Beck for
-  other convex pieces, grouped by edge count) and with the interval where z <= height. The entry
-  parameter of that interval is the hit; this covers side faces, the top face and rays starting
-  inside.
+  other convex pieces) and with the interval where z <= height. The entry parameter of that
+  interval is the hit; this covers side faces, the top face and rays starting inside.
 
 Point queries (:meth:`MapGeometry.point_in_wall`, :meth:`MapGeometry.circle_blocked`) use prepared
 shapely unions of the footprints (one per distinct wall height).
 
 Movement (:meth:`MapGeometry.sweep`) works on the original footprint edges grown by the player
-radius (the Minkowski sum: offset edges plus a circle per vertex).
-
-Small batches. The server and the bots make most queries a few rows at a time, many times per
-tick, where a numpy call's fixed cost (about a microsecond) dominates and the batched machinery
-above costs hundreds of them. Small batches take dedicated paths with the same per-pair float
-operations, hence the same answers (first_wall_hit reports every zero distance as +0.0, where
-the batched kernels' sign of a zero depended on the order pieces were met in):
-
-* rays: a second, finer grid lists in each cell every piece within half a cell of it, so
-  sampling a ray once per cell length meets every piece it touches. Up to _SCALAR_RAY_ROWS rays
-  are walked one by one with Python floats, testing each piece once and stopping at the first
-  wall; up to _SMALL_ROWS rays are sampled all at once and tested as padded (ray, piece) tables;
-* sweeps of up to _SCALAR_SWEEP_ROWS circles run circle by circle with Python floats over the
-  same cells and edges, in the same order, as the batched kernel (so ties pick the same normal);
-* single points skip the array plumbing around the shapely predicates.
+radius (the Minkowski sum: offset edges plus a circle per vertex), over a coarser grid of
+edges. The server and the bots sweep a few circles at a time, many times per tick, where a numpy
+call's fixed cost (about a microsecond) dominates: sweeps of up to _SCALAR_SWEEP_ROWS circles
+run circle by circle with Python floats over the same cells and edges, in the same order, as
+the batched kernel (so ties pick the same normal). Single points skip the array plumbing around
+the shapely predicates.
 """
 
 # The scalar (small-batch) paths write min / max as conditional expressions on purpose: they are
@@ -61,6 +51,7 @@ import shapely
 
 from world.constants import PLAYER_RADIUS_M
 from world.mapfile import GameMap
+from world.ray_kernel import RayTables, first_entries, first_entry
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +60,8 @@ SWEEP_SKIN_M: Final = 1e-3
 the end position is strictly outside every wall despite float rounding."""
 
 DEFAULT_CELL_SIZE_M: Final = 4.0
-"""Broadphase grid cell size (m). About the size of a building wall segment: smaller cells cost
-more cell visits per ray, larger ones more edge tests per cell (measured on the city map)."""
+"""Broadphase grid cell size (m) of sweeps. About the size of a building wall segment: smaller
+cells cost more cell visits per move, larger ones more edge tests per cell."""
 
 _CORNER_EPS: Final = 1e-9
 """A grid-line crossing this close (cell units) to a grid line of the other axis is treated as
@@ -80,41 +71,11 @@ _LOS_PAD_M: Final = 1e-6
 """Pieces are registered in every cell within this distance (m), so float rounding in the ray's
 cell walk can never skip a piece lying exactly on a cell border."""
 
-_CHUNK_FIRST_M: Final = 8.0
-_CHUNK_GROWTH: Final = 1.5
-"""Rays are walked in stretches ending at 8, 20, 38, 65... m (each 1.5x the previous reach plus
-8 m); a ray stops being walked once its first hit is known, which on dense maps skips most of
-the work behind the first wall at the cost of one pass per stretch."""
-
-_HUGE: Final = 1e300
-"""Stands in for 1 / 0 in slab tests: (x - x0) * _HUGE keeps the sign of x - x0 and is exactly
-0 when x == x0, where an IEEE inf would give NaN."""
-
-_FAR_T: Final = 1e30
-"""Cap on a ray's parameter range (m for rays with unit directions): a vertical ray with an
-infinite max distance would otherwise let a _HUGE-scaled slab bound pass for a real hit."""
-
 _MAX_CELLS: Final = 250_000
 """Upper bound on grid cells (memory and build time); the cell size grows for huge maps."""
 
-_SCALAR_RAY_ROWS: Final = 16
-"""Batches of at most this many rays run ray by ray with Python floats (see
-:meth:`MapGeometry._first_entry_one`): a numpy call costs about a microsecond whatever its size,
-a Python float operation some tens of nanoseconds, and a ray meets few pieces and stops at the
-first wall (measured: this beats the batched sampling kernel up to 16 to 32 rays)."""
-
-_SMALL_ROWS: Final = 128
-"""Batches of up to this many rays take the batched sampling kernel
-(:meth:`MapGeometry._first_entry_small`) instead of the stretch walk, whose few hundred numpy
-calls per stretch dominate below a few hundred rays (measured: 2 to 5 times faster at 32 to
-128 rays on the built-in maps)."""
-
-_SMALL_CELL_M: Final = 2.0
-"""Cell size (m) of the sampling grid of the small-batch ray paths (at most the broadphase cell)."""
-
-_SMALL_MAX_GATHER: Final = 1 << 17
-"""A batch whose padded candidate table (rays x samples x slots) would be larger than this takes
-the stretch walk instead (long rays on a dense map)."""
+_RAY_CELL_M: Final = 2.0
+"""Cell size (m) of the ray kernel's sampling grid (at most the broadphase cell)."""
 
 _SCALAR_SWEEP_ROWS: Final = 24
 """Sweeps of at most this many circles run circle by circle with Python floats (see
@@ -126,9 +87,6 @@ _SKIP_CAP: Final = 64
 
 _SWEEP_BOX_PAD_M: Final = 1e-6
 """Margin (m) of the per-edge boxes that let the scalar sweep skip edges far from the path."""
-
-_SMALL_MAX_SLOTS: Final = 64
-"""Per-cell padded tables are built only when no cell holds more items than this."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,36 +103,6 @@ class SweepResult:
     fraction: np.ndarray
     hit: np.ndarray
     normal: np.ndarray
-
-
-@dataclass(frozen=True, slots=True)
-class _RayTable:
-    """Per-ray columns for the pair kernels: origin (m), inverse direction (1 / v, _HUGE where
-    v == 0), direction, end parameter t_in and whether the ray descends."""
-
-    x: np.ndarray
-    y: np.ndarray
-    z: np.ndarray
-    ix: np.ndarray
-    iy: np.ndarray
-    iz: np.ndarray
-    vx: np.ndarray
-    vy: np.ndarray
-    t_in: np.ndarray
-    down: np.ndarray
-
-
-@dataclass(frozen=True, slots=True)
-class _ConvexGroup:
-    """Convex pieces with ``k`` edges, convex ids [first, first + len(height)): edge j of piece i
-    is the half-plane nx[j, i] x + ny[j, i] y <= c[j, i] (outward normal, unnormalised)."""
-
-    k: int
-    first: int
-    nx: np.ndarray
-    ny: np.ndarray
-    c: np.ndarray
-    height: np.ndarray
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,26 +138,6 @@ def _build_grid(bounds: tuple[float, float, float, float], cell: float, geoms: n
     return _Grid(
         x0=xmin, y0=ymin, cell=cell, nx=nx, ny=ny, start=start, items=edge_idx[order].astype(np.int64)
     )
-
-
-def _cell_table(grid: _Grid, keep: np.ndarray | None = None) -> np.ndarray | None:
-    """The grid's CSR as a padded (cells + 1, K) table of item ids, -1 in unused slots, items in
-    CSR order; the extra last row is an empty cell. ``keep`` (bool per item id) selects items.
-    None when a cell holds more than _SMALL_MAX_SLOTS items."""
-    n_cells = grid.nx * grid.ny
-    cell_of = np.repeat(np.arange(n_cells), np.diff(grid.start))
-    items = grid.items
-    if keep is not None:
-        mask = keep[items]
-        cell_of, items = cell_of[mask], items[mask]
-    counts = np.bincount(cell_of, minlength=n_cells)
-    slots = max(1, int(counts.max(initial=0)))
-    if slots > _SMALL_MAX_SLOTS:
-        return None
-    pos = np.arange(len(items)) - np.repeat(np.cumsum(counts) - counts, counts)
-    table = np.full((n_cells + 1, slots), -1, dtype=np.intp)
-    table[cell_of, pos] = items
-    return table
 
 
 def _ranges(first: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -316,11 +224,6 @@ def _box_interval(
             t0 = np.where(still_out, np.inf, t0)
             t1 = np.where(still_out, -np.inf, t1)
     return t0, t1
-
-
-def _slot_count(k: int) -> int:
-    """Edge slots of the convex group holding k-gons: 3, 4, then powers of two."""
-    return k if k <= 4 else 1 << (k - 1).bit_length()
 
 
 def _is_box(ring: np.ndarray) -> bool:
@@ -422,10 +325,6 @@ class MapGeometry:
 
         polys = np.array([shapely.Polygon(w.polygon) for w in game_map.walls], dtype=object)
         heights = np.array([w.height for w in game_map.walls], dtype=np.float64)
-        self._lo2 = self._bounds[:2].copy()
-        self._hi2 = self._bounds[2:].copy()
-        self._lo2_col = self._lo2[:, np.newaxis].copy()
-        self._hi2_col = self._hi2[:, np.newaxis].copy()
         # Sweeps: the bounds shrunk by the radius, as _sweep_bounds computes them.
         self._sw_lo = np.array([xmin + self.player_radius, ymin + self.player_radius])
         self._sw_hi = np.array([xmax - self.player_radius, ymax - self.player_radius])
@@ -433,7 +332,7 @@ class MapGeometry:
         self._sw_bounds_f = (
             float(self._sw_lo[0]), float(self._sw_lo[1]), float(self._sw_hi[0]), float(self._sw_hi[1])
         )
-        self._build_pieces(polys, heights, cell)
+        self._build_rays(polys, heights, cell)
         self._build_edges(polys, heights, cell)
 
         # Union of the footprints at least as tall as each distinct height: a point at height z
@@ -447,21 +346,20 @@ class MapGeometry:
             self._unions.append(union)
         self._all_walls = self._unions[0] if self._unions else shapely.Polygon()
         log.debug(
-            "geometry for %r: %d walls -> %d boxes + %d convex pieces, %d edges, grid %dx%d of %.2f m",
+            "geometry for %r: %d walls -> %d boxes + %d convex pieces, %d edges, ray cells of %.2f m",
             game_map.name,
             len(game_map.walls),
-            len(self._box_h),
-            sum(len(g.height) for g in self._cv_groups),
+            self._rays.n_box,
+            len(self._rays.cv_height),
             len(self._eh),
-            self._ray_grid.nx,
-            self._ray_grid.ny,
-            cell,
+            self._rays.frame[4],
         )
 
-    def _build_pieces(self, polys: np.ndarray, heights: np.ndarray, cell: float) -> None:
-        """Convex pieces for rays: boxes as columns x0, y0, x1, y1, height; other convex pieces
-        as groups of edge half-planes (see _ConvexGroup); the ray grid over all of them, boxes
-        first (grid item id < number of boxes)."""
+    def _build_rays(self, polys: np.ndarray, heights: np.ndarray, cell: float) -> None:
+        """The ray kernel's tables (see :mod:`world.ray_kernel`): every footprint cut into convex
+        pieces (boxes as columns x0, y0, x1, y1, height; other pieces as their edge half-planes),
+        a fine grid whose cells list every piece within half a cell (so sampling a ray once per
+        cell length finds every piece it touches), and per empty cell how far a ray may skip."""
         boxes: list[tuple[float, float, float, float, float]] = []
         box_geoms: list[shapely.Geometry] = []
         rings: list[np.ndarray] = []
@@ -476,92 +374,20 @@ class MapGeometry:
                 else:
                     rings.append(ring)
                     ring_heights.append(float(height))
-        # Column arrays, not row tables: np.take on a 1-D array is several times faster than
-        # gathering rows of a 2-D table, and the arithmetic then runs on contiguous memory.
-        table = np.array(boxes, dtype=np.float64).reshape(-1, 5)
-        self._box_x0, self._box_y0, self._box_x1, self._box_y1, self._box_h = (table[:, i].copy() for i in range(5))
-        # Other convex pieces, grouped by edge count (3, 4, then up to the next power of two)
-        # so that a piece's half-planes are columns of fixed-size arrays: the kernel loops over
-        # k edges instead of a ragged CSR, and there are few groups. Padding repeats a piece's
-        # last half-plane, which changes nothing.
-        order = sorted(range(len(rings)), key=lambda i: _slot_count(len(rings[i])))
-        rings = [rings[i] for i in order]
-        ring_heights = [ring_heights[i] for i in order]
-        self._cv_groups: list[_ConvexGroup] = []
-        first = 0
-        for k in sorted({_slot_count(len(r)) for r in rings}):
-            members = [r for r in rings if _slot_count(len(r)) == k]
-            p = np.zeros((k, len(members), 2))
-            q = np.zeros((k, len(members), 2))
-            for i, ring in enumerate(members):
-                nxt = np.roll(ring, -1, axis=0)
-                pad = k - len(ring)
-                p[:, i] = np.concatenate([ring, np.repeat(ring[-1:], pad, axis=0)])
-                q[:, i] = np.concatenate([nxt, np.repeat(nxt[-1:], pad, axis=0)])
-            # Half-plane n . x <= c of each edge, n the (unnormalised) outward normal.
-            nx, ny = q[:, :, 1] - p[:, :, 1], p[:, :, 0] - q[:, :, 0]
-            self._cv_groups.append(
-                _ConvexGroup(
-                    k=k,
-                    first=first,
-                    nx=nx.copy(),
-                    ny=ny.copy(),
-                    c=nx * p[:, :, 0] + ny * p[:, :, 1],
-                    height=np.array(ring_heights[first : first + len(members)], dtype=np.float64),
-                )
-            )
-            first += len(members)
-        geoms = np.array(box_geoms + [shapely.Polygon(r) for r in rings], dtype=object)
-        self._ray_grid = _build_grid(self.game_map.bounds, cell, geoms, _LOS_PAD_M)
-        self._build_small_rays(geoms, rings, ring_heights, cell)
-
-    def _build_small_rays(self, geoms: np.ndarray, rings: list[np.ndarray], ring_heights: list[float], cell: float) -> None:
-        """Tables of the small-batch ray paths: a finer grid whose cells hold every piece within
-        half a cell (so sampling a ray once per cell length finds every piece it touches); for
-        the batched kernel, padded per-cell tables of box ids and convex ids, box columns as rows
-        of one array and all convex pieces in one group padded to the largest edge count
-        (repeating the last half-plane, as the groups do); for the ray-by-ray walk, the same as
-        Python tuples plus how far a ray may skip from each empty cell."""
-        xmin, ymin, xmax, ymax = self.game_map.bounds
-        fine = max(min(cell, _SMALL_CELL_M), math.sqrt((xmax - xmin) * (ymax - ymin) / _MAX_CELLS))
-        n_box = len(self._box_h)
-        self._sm_box = np.stack([self._box_x0, self._box_y0, self._box_x1, self._box_y1, self._box_h])
         k = max((len(r) for r in rings), default=1)
-        nx = np.zeros((len(rings), k))
-        ny = np.zeros((len(rings), k))
-        c = np.zeros((len(rings), k))
+        planes = np.zeros((len(rings), k, 3))
         for i, ring in enumerate(rings):
-            pad = k - len(ring)
-            p = np.concatenate([ring, np.repeat(ring[-1:], pad, axis=0)])
-            q = np.concatenate([np.roll(ring, -1, axis=0), np.repeat(ring[:1], pad, axis=0)])
+            # Half-plane n . x <= c of each edge, n the (unnormalised) outward normal.
+            p, q = ring, np.roll(ring, -1, axis=0)
             ex, ey = q[:, 1] - p[:, 1], p[:, 0] - q[:, 0]
-            nx[i], ny[i], c[i] = ex, ey, ex * p[:, 0] + ey * p[:, 1]
-        self._sm_cv_nx, self._sm_cv_ny, self._sm_cv_c = nx.T.copy(), ny.T.copy(), c.T.copy()
-        self._sm_cv_h = np.array(ring_heights, dtype=np.float64)
-        # No pieces: rays only meet the bounds.
-        self._sm_rays = bool(len(geoms))
+            planes[i, : len(ring)] = np.column_stack([ex, ey, ex * p[:, 0] + ey * p[:, 1]])
+        geoms = np.array(box_geoms + [shapely.Polygon(r) for r in rings], dtype=object)
+        xmin, ymin, xmax, ymax = self.game_map.bounds
+        fine = max(min(cell, _RAY_CELL_M), math.sqrt((xmax - xmin) * (ymax - ymin) / _MAX_CELLS))
         grid = _build_grid(self.game_map.bounds, fine, geoms, 0.5 * fine + _LOS_PAD_M)
-        self._sm_grid = grid
-        # Padded per-cell id tables of the batched kernel (boxes, convex pieces); a cell with too
-        # many items (or no pieces at all) turns that kernel off.
-        is_box = np.arange(len(geoms)) < n_box
-        box_tab = _cell_table(grid, is_box) if n_box else None
-        cv_tab = _cell_table(grid, ~is_box) if len(rings) else None
-        self._sm_batched = self._sm_rays and not ((n_box and box_tab is None) or (len(rings) and cv_tab is None))
-        self._sm_box_tab = box_tab
-        self._sm_cv_tab = None if cv_tab is None else np.where(cv_tab >= 0, cv_tab - n_box, -1)
-        # Ray by ray with Python floats: per fine cell its piece ids, per box its columns, per
-        # convex piece its height and its real half-planes (n_x, n_y, c).
-        starts, items = grid.start.tolist(), grid.items.tolist()
-        self._sm_cell_items: list[tuple[int, ...]] = [tuple(items[i:j]) for i, j in itertools.pairwise(starts)]
-        self._sm_box_rows: list[tuple[float, ...]] = [tuple(row) for row in self._sm_box.T.tolist()]
-        self._sm_cv_rows: list[tuple[float, tuple[tuple[float, float, float], ...]]] = [
-            (h, tuple(zip(nx[i, : len(ring)].tolist(), ny[i, : len(ring)].tolist(), c[i, : len(ring)].tolist())))
-            for i, (ring, h) in enumerate(zip(rings, ring_heights))
-        ]
-        # Per empty fine cell, how many samples a ray may skip from it: D - 1 (at least 1) for a
-        # cell D cells (Chebyshev) from the nearest listed one; samples one cell length apart move
-        # at most one cell per sample along each axis (one more for rounding).
+        # Per empty cell, how many samples a ray may skip from it: D - 1 (at least 1) for a cell
+        # D cells (Chebyshev) from the nearest listed one; samples one cell length apart move at
+        # most one cell per sample along each axis (one more for rounding).
         occupied = (np.diff(grid.start) > 0).reshape(grid.nx, grid.ny)
         clearance = np.where(occupied, 0, _SKIP_CAP)
         reached = occupied.copy()
@@ -575,17 +401,23 @@ class MapGeometry:
             grown[:, :-1] |= grown[:, 1:].copy()
             clearance[grown & ~reached] = dist
             reached = grown
-        self._sm_skip: list[int] = np.maximum(clearance - 1, 1).ravel().tolist()
-        self._sm_fine = fine
-        self._sm_inv_fine = 1.0 / fine
-        # Upper clamp of sample positions in cell units: truncates to the last cell.
-        self._sm_gmax = (grid.nx - 0.5, grid.ny - 0.5)
-        self._sm_slots = (0 if box_tab is None else box_tab.shape[1]) + (0 if cv_tab is None else cv_tab.shape[1])
-        # Everything _first_entry_one reads, in one tuple (one attribute lookup per ray).
-        self._sm_walk = (
-            *self._bounds_f, fine, 1.0 / fine, *self._sm_gmax, grid.ny, n_box,
-            self._sm_box_rows, self._sm_cv_rows, self._sm_cell_items, self._sm_skip,
-        )  # fmt: skip
+        self._rays = RayTables(
+            # Sample positions (cell units) are clamped below these, which truncates to the last cell.
+            frame=np.array([*self._bounds_f, fine, 1.0 / fine, grid.nx - 0.5, grid.ny - 0.5]),
+            ny=int(grid.ny),
+            n_box=len(boxes),
+            boxes=np.array(boxes, dtype=np.float64).reshape(-1, 5),
+            cv_height=np.array(ring_heights, dtype=np.float64),
+            cv_planes=planes,
+            cv_edges=np.array([len(r) for r in rings], dtype=np.int64),
+            cell_start=grid.start.astype(np.int64),
+            cell_items=grid.items.astype(np.int64),
+            skip=np.maximum(clearance - 1, 1).ravel().astype(np.int64),
+        )
+        self._ray_args = self._rays.args()
+        # Compile (or load from numba's cache) both entry points now, not inside a server tick.
+        first_entries(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), True, *self._ray_args)
+        first_entry(0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, True, *self._ray_args)
 
     def _build_edges(self, polys: np.ndarray, heights: np.ndarray, cell: float) -> None:
         """Original footprint edges (counter-clockwise, outward normal (fy, -fx)) for sweeps."""
@@ -625,354 +457,11 @@ class MapGeometry:
 
     # ------------------------------------------------------------------ rays
 
-    def _first_entry(self, o: np.ndarray, v: np.ndarray, t_end: np.ndarray, any_hit: bool) -> np.ndarray:
-        """Smallest t in [0, t_end] with o + t v inside or on a wall prism or the bounds, else inf.
-
-        o, v: (N, 3); t_end: (N,) non-negative, may be inf only when v has no horizontal part.
-        With ``any_hit`` a ray stops as soon as some hit is known (enough for line of sight) and
-        the returned t is then only an upper bound of the first one.
-        """
-        n = len(o)
-        best = np.full(n, np.inf)
-        if n == 0:
-            return best
-        xmin, ymin, xmax, ymax = self._bounds
-        ox, oy = o[:, 0], o[:, 1]
-        vx, vy = v[:, 0], v[:, 1]
-
-        outside = self._outside_bounds(ox, oy)
-        best[outside] = 0.0
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            tx = np.where(vx > 0, (xmax - ox) / vx, np.where(vx < 0, (xmin - ox) / vx, np.inf))
-            ty = np.where(vy > 0, (ymax - oy) / vy, np.where(vy < 0, (ymin - oy) / vy, np.inf))
-        t_exit = np.minimum(tx, ty)
-        leaves = ~outside & (t_exit <= t_end)
-        best[leaves] = t_exit[leaves]
-        rows = np.flatnonzero(~outside)
-        if not len(rows) or not len(self._ray_grid.items):
-            return best
-
-        # From here on everything is indexed by position in `rows`.
-        rv = v[rows]
-        # Walls lie inside the bounds: look no further than the bounds exit.
-        t_in = np.minimum(np.minimum(t_end[rows], t_exit[rows]), _FAR_T)
-        speed = np.hypot(rv[:, 0], rv[:, 1])
-        with np.errstate(divide="ignore"):
-            inv = np.where(rv != 0.0, 1.0 / rv, _HUGE)
-            inv_speed = np.where(speed > 0.0, 1.0 / speed, 0.0)
-        # A level ray (v_z == 0) is at or below a top for its whole length iff z <= height; with
-        # 1 / 0 -> _HUGE that needs height - z > 0 even at equality, hence z one ulp lower.
-        z = np.where(rv[:, 2] == 0.0, np.nextafter(o[rows, 2], -np.inf), o[rows, 2])
-        ray = _RayTable(
-            x=o[rows, 0], y=o[rows, 1], z=z, ix=inv[:, 0].copy(), iy=inv[:, 1].copy(), iz=inv[:, 2].copy(),
-            vx=rv[:, 0].copy(), vy=rv[:, 1].copy(), t_in=t_in, down=rv[:, 2] < 0.0,
-        )
-        local = best[rows]
-        # Vertical rays only ever visit their start cell.
-        t_walk = np.where(speed > 0.0, t_in, 0.0)
-
-        # Walk the rays in growing stretches, dropping every ray whose answer is settled: on a
-        # dense map most rays are blocked within their first meters, so most of the grid walk and
-        # the pair tests behind the first wall are never done. The kernels clip each pair over
-        # the whole ray, so a hit at t <= (end of the walked stretch) is exact: every piece the ray
-        # could have entered before it lies in a cell already visited.
-        active = np.arange(len(rows))
-        t_from = np.zeros(len(rows))
-        reach = _CHUNK_FIRST_M
-        while len(active):
-            t_to = np.minimum(t_walk[active], reach * inv_speed[active])
-            ta, tb = t_from[active], t_to
-            x, y, dx, dy = ray.x[active], ray.y[active], ray.vx[active], ray.vy[active]
-            seg, cell = _cells_along(self._ray_grid, x + ta * dx, y + ta * dy, x + tb * dx, y + tb * dy)
-            seg, piece = _items_along(self._ray_grid, np.take(active, seg), cell)
-            if len(seg):
-                is_box = piece < len(self._box_h)
-                hit_seg, hit_t = self._box_entries(ray, seg[is_box], piece[is_box])
-                np.minimum.at(local, hit_seg, hit_t)
-                if self._cv_groups:
-                    self._convex_entries(local, ray, seg[~is_box], piece[~is_box] - len(self._box_h))
-            found = local[active]
-            settled = np.isfinite(found) if any_hit else found <= tb
-            keep = ~settled & (tb < t_walk[active])
-            t_from[active] = tb
-            active = active[keep]
-            reach = reach * _CHUNK_GROWTH + _CHUNK_FIRST_M
-        best[rows] = local
-        return best
-
-    def _first_entry_small(self, o: np.ndarray, v: np.ndarray, t_end: np.ndarray, any_hit: bool) -> np.ndarray | None:
-        """:meth:`_first_entry` for a few rays, or None when the batch does not suit this path.
-
-        No stretch walk: each ray is sampled once per fine-grid cell length from its origin to
-        where the walk would stop (the last sample exactly there), and every piece listed in a
-        sampled cell is clipped against the whole ray with the same float operations as the
-        large-batch kernels. A fine cell lists every piece within half a cell of it, and every
-        point of the walked stretch is within half a cell length of a sample, so every piece the
-        ray touches is among the candidates: the first entry (the smallest entry over the
-        pieces, plus the bounds) is the same.
-        """
-        n = len(o)
-        if n <= _SCALAR_RAY_ROWS:
-            rows = np.concatenate([o, v, t_end[:, np.newaxis]], axis=1).tolist()
-            return np.array([self._first_entry_one(*row, any_hit) for row in rows])
-        ot, vt = o.T, v.T
-        if (ot[:2].min(axis=1) <= self._lo2).any() or (ot[:2].max(axis=1) >= self._hi2).any():
-            return None  # answered by the large-batch path (0 for those rays)
-        if self._sm_rays and not self._sm_batched:
-            return None
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            tt = (np.where(vt[:2] > 0.0, self._hi2_col, self._lo2_col) - ot[:2]) / vt[:2]
-            inv = 1.0 / vt
-        still = vt == 0.0
-        tt[still[:2]] = np.inf
-        inv[still] = _HUGE
-        t_exit_n = np.minimum(tt[0], tt[1])
-        best = np.where(t_exit_n <= t_end, t_exit_n, np.inf)
-        if not self._sm_rays:
-            return best
-        t_in = np.minimum(np.minimum(t_end, t_exit_n), _FAR_T)
-        speed_n = np.hypot(vt[0], vt[1])
-        m = int(float((t_in * speed_n).max()) * self._sm_inv_fine) + 2
-        if n * m * self._sm_slots > _SMALL_MAX_GATHER:
-            return None
-        # Samples one fine cell length apart from the origin, the last one at t_in (later
-        # columns repeat it); a vertical ray (speed 0) takes a huge step and stays at its origin.
-        step_n = self._sm_fine / np.maximum(speed_n, 1e-200)
-        t_k = np.minimum(np.arange(m, dtype=np.float64) * step_n[:, np.newaxis], t_in[:, np.newaxis])
-        inv_fine = self._sm_inv_fine
-        gx = t_k * (vt[0] * inv_fine)[:, np.newaxis] + ((ot[0] - self._bounds_f[0]) * inv_fine)[:, np.newaxis]
-        gy = t_k * (vt[1] * inv_fine)[:, np.newaxis] + ((ot[1] - self._bounds_f[1]) * inv_fine)[:, np.newaxis]
-        # The samples lie in the bounds up to rounding: truncation and the upper clamp keep them
-        # in the grid.
-        cells = np.minimum(gx, self._sm_gmax[0]).astype(np.intp) * self._sm_grid.ny
-        cells += np.minimum(gy, self._sm_gmax[1]).astype(np.intp)
-        z_n = np.where(still[2], np.nextafter(ot[2], -np.inf), ot[2])
-        box_rays = np.concatenate([ot[:2], ot[:2], inv[:2], inv[:2], z_n[np.newaxis], inv[2:], t_in[np.newaxis]])
-        cv_rays = np.concatenate([ot[:2], vt[:2], z_n[np.newaxis], inv[2:], t_in[np.newaxis]])
-        down = vt[2] < 0.0
-        if self._sm_box_tab is not None:
-            self._small_box_entries(best, box_rays, down, self._sm_box_tab.take(cells, axis=0).reshape(n, -1))
-        if self._sm_cv_tab is not None:
-            self._small_convex_entries(best, cv_rays, down, self._sm_cv_tab.take(cells, axis=0).reshape(n, -1))
-        return best
-
-    def _first_entry_one(
-        self, ox: float, oy: float, oz: float, vx: float, vy: float, vz: float, t_end: float, any_hit: bool
-    ) -> float:
-        """:meth:`_first_entry` of one ray with Python floats (the same float operations per
-        piece; np.minimum / np.maximum only differ on the sign of a zero, which first_wall_hit
-        normalises and los_clear does not show).
-
-        The ray is walked sample by sample (as in :meth:`_first_entry_small`; from an empty
-        cell it skips the samples that :attr:`_sm_skip` proves empty too), each piece tested
-        once. With ``any_hit`` it stops at the first hit; otherwise once the best entry so far
-        is at most the parameter of the sample before the current one: a piece entered earlier
-        than that is within half a cell length of an already visited sample, so it was tested.
-        """
-        xmin, ymin, xmax, ymax, fine, inv_fine, gmx, gmy, ny, n_box, boxes, convex, cell_items, skip = self._sm_walk
-        if ox <= xmin or ox >= xmax or oy <= ymin or oy >= ymax:
-            return 0.0
-        tx = (xmax - ox) / vx if vx > 0.0 else ((xmin - ox) / vx if vx < 0.0 else math.inf)
-        ty = (ymax - oy) / vy if vy > 0.0 else ((ymin - oy) / vy if vy < 0.0 else math.inf)
-        t_exit = ty if ty < tx else tx
-        best = t_exit if t_exit <= t_end else math.inf
-        if not self._sm_rays or (any_hit and best < math.inf):
-            return best
-        t_in = t_end if t_end < t_exit else t_exit
-        t_in = t_in if t_in < _FAR_T else _FAR_T
-        ix = 1.0 / vx if vx != 0.0 else _HUGE
-        iy = 1.0 / vy if vy != 0.0 else _HUGE
-        iz = 1.0 / vz if vz != 0.0 else _HUGE
-        # A level ray is one ulp lower, as in _first_entry.
-        z = math.nextafter(oz, -math.inf) if vz == 0.0 else oz
-        down = vz < 0.0
-        # Samples one fine cell length apart (positions in cell units), then the end of the
-        # walk; a vertical ray only visits its start cell.
-        speed = math.hypot(vx, vy)
-        cx0, cy0 = (ox - xmin) * inv_fine, (oy - ymin) * inv_fine
-        if speed > 0.0:
-            ux, uy = vx / speed, vy / speed
-            step = fine / speed
-            n_full = int(t_in * speed * inv_fine) + 1
-            end_x, end_y = cx0 + t_in * vx * inv_fine, cy0 + t_in * vy * inv_fine
-        else:
-            ux = uy = step = 0.0
-            n_full = 0
-            end_x, end_y = cx0, cy0
-        seen: set[int] = set()
-        k = 0
-        while True:
-            last = k >= n_full
-            if last:
-                cx, cy = end_x, end_y
-            else:
-                cx, cy = cx0 + k * ux, cy0 + k * uy
-            cell = int(cx if cx < gmx else gmx) * ny + int(cy if cy < gmy else gmy)
-            items = cell_items[cell]
-            if not items:
-                if last:
-                    return best
-                # The next samples up to skip[cell] - 1 cells on are in empty cells too.
-                k += skip[cell]
-                continue
-            for piece in items:
-                if piece in seen:
-                    continue
-                seen.add(piece)
-                if piece < n_box:
-                    bx0, by0, bx1, by1, height = boxes[piece]
-                    t_h = (height - z) * iz
-                    if down:
-                        enter = t_h if t_h > 0.0 else 0.0
-                        leave = t_in
-                    else:
-                        enter = 0.0
-                        leave = t_h if t_h < t_in else t_in
-                    t1, t2 = (bx0 - ox) * ix, (bx1 - ox) * ix
-                    near, far = (t1, t2) if t1 < t2 else (t2, t1)
-                    if near > enter:
-                        enter = near
-                    if far < leave:
-                        leave = far
-                    if enter > leave:
-                        continue
-                    t1, t2 = (by0 - oy) * iy, (by1 - oy) * iy
-                    near, far = (t1, t2) if t1 < t2 else (t2, t1)
-                    if near > enter:
-                        enter = near
-                    if far < leave:
-                        leave = far
-                else:
-                    height, planes = convex[piece - n_box]
-                    t_h = (height - z) * iz
-                    if down:
-                        enter = t_h if t_h > 0.0 else 0.0
-                        leave = t_in
-                    else:
-                        enter = 0.0
-                        leave = t_h if t_h < t_in else t_in
-                    for nx, ny_, c in planes:
-                        num = nx * ox + ny_ * oy - c
-                        den = nx * vx + ny_ * vy
-                        if den == 0.0:
-                            den = -1e-300
-                        bound = -num / den
-                        if den < 0.0:
-                            if bound > enter:
-                                enter = bound
-                        elif bound < leave:
-                            leave = bound
-                if enter <= leave:
-                    if any_hit:
-                        return enter
-                    if enter < best:
-                        best = enter
-            # Every piece entered before the previous sample has been tested.
-            if last or best <= (k - 1) * step:
-                return best
-            k += 1
-
-    @staticmethod
-    def _small_pairs(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(id, ray row) of the used slots of a (rays, slots) id table."""
-        flat = np.flatnonzero(ids >= 0)
-        return ids.ravel().take(flat), flat // ids.shape[1]
-
-    @staticmethod
-    def _small_z_window(t_h: np.ndarray, down: np.ndarray, t_in: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`_z_window` of (ray, piece) pairs given t_h, down and t_in per pair."""
-        return np.where(down & (t_h > 0.0), t_h, 0.0), np.where(down, t_in, np.minimum(t_h, t_in))
-
-    def _small_box_entries(self, best: np.ndarray, rays: np.ndarray, down: np.ndarray, ids: np.ndarray) -> None:
-        """:meth:`_box_entries` for the used slots of a (rays, slots) table of box ids; lowers
-        ``best``. ``rays`` rows: x, y, x, y, 1/vx, 1/vy, 1/vx, 1/vy, z, 1/vz, t_in. The x and y
-        slabs are computed together and applied in _box_entries' order."""
-        box, row = self._small_pairs(ids)
-        r = rays.take(row, axis=1)
-        b = self._sm_box.take(box, axis=1)
-        lo, hi = self._small_z_window((b[4] - r[8]) * r[9], down.take(row), r[10])
-        # Rows x0, y0, x1, y1 of b against x, y, x, y: t1 and t3 of _box_entries, then t2, t4.
-        t = (b[0:4] - r[0:4]) * r[4:8]
-        near, far = np.minimum(t[0:2], t[2:4]), np.maximum(t[0:2], t[2:4])
-        enter = np.maximum(np.maximum(lo, near[0]), near[1])
-        leave = np.minimum(np.minimum(hi, far[0]), far[1])
-        hit = enter <= leave
-        np.minimum.at(best, row[hit], enter[hit])
-
-    def _small_convex_entries(self, best: np.ndarray, rays: np.ndarray, down: np.ndarray, ids: np.ndarray) -> None:
-        """:meth:`_convex_entries` for the used slots of a (rays, slots) table of convex ids, all
-        edges at once; lowers ``best``. ``rays`` rows: x, y, vx, vy, z, 1/vz, t_in."""
-        piece, row = self._small_pairs(ids)
-        r = rays.take(row, axis=1)
-        enter, leave = self._small_z_window((self._sm_cv_h.take(piece) - r[4]) * r[5], down.take(row), r[6])
-        nx, ny = self._sm_cv_nx.take(piece, axis=1), self._sm_cv_ny.take(piece, axis=1)
-        num = nx * r[0] + ny * r[1] - self._sm_cv_c.take(piece, axis=1)
-        den = nx * r[2] + ny * r[3]
-        den[den == 0.0] = -1e-300
-        with np.errstate(divide="ignore", over="ignore"):
-            bound = -num / den
-        # Maxima and minima are exact: reducing over the edges at once gives the k-loop's values
-        # (up to the sign of a zero, which first_wall_hit normalises).
-        enter = np.maximum(enter, np.where(den < 0.0, bound, -np.inf).max(axis=0))
-        leave = np.minimum(leave, np.where(den > 0.0, bound, np.inf).min(axis=0))
-        hit = enter <= leave
-        np.minimum.at(best, row[hit], enter[hit])
-
-    @staticmethod
-    def _z_window(ray: _RayTable, seg: np.ndarray, height: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Parameter interval [lo, hi] of each ray ``seg`` within [0, t_in] where the ray is at
-        or below ``height``: a descending ray enters it, any other ray leaves it."""
-        t_h = (height - np.take(ray.z, seg)) * np.take(ray.iz, seg)
-        t_in = np.take(ray.t_in, seg)
-        down = np.take(ray.down, seg)
-        lo = np.where(down & (t_h > 0.0), t_h, 0.0)
-        hi = np.where(down, t_in, np.minimum(t_h, t_in))
-        return lo, hi
-
-    def _box_entries(self, ray: _RayTable, seg: np.ndarray, box: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Slab test of (ray, box) pairs: (ray index, entry parameter) of the pairs that hit."""
-        lo, hi = self._z_window(ray, seg, np.take(self._box_h, box))
-        x, ix = np.take(ray.x, seg), np.take(ray.ix, seg)
-        t1 = (np.take(self._box_x0, box) - x) * ix
-        t2 = (np.take(self._box_x1, box) - x) * ix
-        enter = np.maximum(lo, np.minimum(t1, t2))
-        leave = np.minimum(hi, np.maximum(t1, t2))
-        y, iy = np.take(ray.y, seg), np.take(ray.iy, seg)
-        t1 = (np.take(self._box_y0, box) - y) * iy
-        t2 = (np.take(self._box_y1, box) - y) * iy
-        np.maximum(enter, np.minimum(t1, t2), out=enter)
-        np.minimum(leave, np.maximum(t1, t2), out=leave)
-        hit = enter <= leave
-        return seg[hit], enter[hit]
-
-    def _convex_entries(self, best: np.ndarray, ray: _RayTable, seg: np.ndarray, piece: np.ndarray) -> None:
-        """Cyrus-Beck clipping of (ray, convex piece) pairs; lowers ``best`` to the entry
-        parameter of the pairs that hit."""
-        for group in self._cv_groups:
-            sel = np.flatnonzero((piece >= group.first) & (piece < group.first + len(group.height)))
-            if not len(sel):
-                continue
-            s = seg[sel]
-            p = piece[sel] - group.first
-            x, y = np.take(ray.x, s), np.take(ray.y, s)
-            vx, vy = np.take(ray.vx, s), np.take(ray.vy, s)
-            enter, leave = self._z_window(ray, s, np.take(group.height, p))
-            for j in range(group.k):
-                nx, ny = np.take(group.nx[j], p), np.take(group.ny[j], p)
-                # Inside the half-plane while num + t den <= 0.
-                num = nx * x + ny * y - np.take(group.c[j], p)
-                den = nx * vx + ny * vy
-                # Parallel to the edge the ray is inside for all t (num <= 0) or for none: a tiny
-                # negative den turns that into an entry bound of -huge or +huge.
-                den[den == 0.0] = -1e-300
-                with np.errstate(divide="ignore", over="ignore"):
-                    bound = -num / den
-                # Moving into the half-plane bounds the entry, moving out bounds the exit.
-                # (np.where + maximum: ufuncs with where= masks are several times slower.)
-                np.maximum(enter, np.where(den < 0.0, bound, -np.inf), out=enter)
-                np.minimum(leave, np.where(den > 0.0, bound, np.inf), out=leave)
-            hit = enter <= leave
-            np.minimum.at(best, s[hit], enter[hit])
+    @property
+    def ray_args(self) -> tuple[object, ...]:
+        """This map's arguments of the compiled ray walk (:func:`world.ray_kernel.ray_walk`), for
+        kernels elsewhere that cast their own rays."""
+        return self._ray_args
 
     def los_clear(self, p0: np.ndarray, p1: np.ndarray) -> np.ndarray:
         """(N, 3), (N, 3) points (m) -> (N,) bool: True when the segment p0->p1 touches no wall
@@ -985,16 +474,12 @@ class MapGeometry:
         if ra is not None and rb is not None:
             ax, ay, az = ra
             bx, by, bz = rb
-            t = self._first_entry_one(ax, ay, az, bx - ax, by - ay, bz - az, 1.0, True)
+            t = first_entry(ax, ay, az, bx - ax, by - ay, bz - az, 1.0, True, *self._ray_args)
             return np.array([t == math.inf])
         a = _as_points("p0", p0, (3,))
         b = _as_points("p1", p1, (3,))
         _same_rows("p0", a, "p1", b)
-        v = b - a
-        t_end = np.ones(len(a))
-        best = self._first_entry_small(a, v, t_end, any_hit=True) if 0 < len(a) <= _SMALL_ROWS else None
-        if best is None:
-            best = self._first_entry(a, v, t_end, any_hit=True)
+        best = first_entries(a, b - a, np.ones(len(a)), True, *self._ray_args)
         return ~np.isfinite(best)
 
     def first_wall_hit(self, origin: np.ndarray, direction: np.ndarray, max_dist: np.ndarray | float) -> np.ndarray:
@@ -1019,7 +504,7 @@ class MapGeometry:
             # np.linalg.norm's operations: (dx^2 + dy^2) + dz^2, correctly rounded sqrt.
             norm = math.sqrt(dx * dx + dy * dy + dz * dz)
             if norm > 0.0 and limit >= 0.0:
-                t = self._first_entry_one(*ro, dx / norm, dy / norm, dz / norm, limit, False)
+                t = first_entry(*ro, dx / norm, dy / norm, dz / norm, limit, False, *self._ray_args)
                 return np.array([t + 0.0])
         o = _as_points("origin", origin, (3,))
         d = _as_points("direction", direction, (3,))
@@ -1032,13 +517,10 @@ class MapGeometry:
         md = np.broadcast_to(np.asarray(max_dist, dtype=np.float64), (len(o),))
         if not (md >= 0.0).all():  # also catches NaN
             raise ValueError("max_dist must be non-negative and not NaN (+inf is allowed)")
-        md = md.copy()
-        best = self._first_entry_small(o, d, md, any_hit=False) if 0 < len(o) <= _SMALL_ROWS else None
-        if best is None:
-            best = self._first_entry(o, d, md, any_hit=False)
+        best = first_entries(o, d, md.copy(), False, *self._ray_args)
         # A ray starting on a face can enter two pieces (or enter one and touch another) at
-        # 0.0 and -0.0, and which one np.minimum keeps depends on the order the pieces are met
-        # in (so on the grid and the batch path): + 0.0 makes every zero distance 0.0.
+        # 0.0 and -0.0, and which one is kept depends on the order the pieces are met in (so on
+        # the grid): + 0.0 makes every zero distance 0.0.
         best += 0.0
         return best
 
