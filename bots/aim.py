@@ -175,23 +175,30 @@ class Tremor:
         if not self._started:
             self._phase = [float(v) for v in rng.uniform(0.0, 2.0 * math.pi, 2)]
             self._started = True
-        noise = rng.standard_normal(7).tolist()
+        z0, z1, z2, z3, z4, z5, z6 = rng.standard_normal(7).tolist()
         decay = math.exp(-dt_s / self.MOD_TAU_S)
         kick = math.sqrt(1.0 - decay * decay)
-        self._mod = [m * decay + kick * z for m, z in zip(self._mod, noise[:3])]
-        freq = sk.tremor_freq_hz * (1.0 + self.FREQ_SD * _clip(self._mod[2], -3.0, 3.0))
+        m0, m1, m2 = self._mod
+        m0, m1, m2 = m0 * decay + kick * z0, m1 * decay + kick * z1, m2 * decay + kick * z2
+        self._mod = [m0, m1, m2]
+        freq = sk.tremor_freq_hz * (1.0 + self.FREQ_SD * _clip(m2, -3.0, 3.0))
         two_pi = 2.0 * math.pi
-        self._phase = [(ph + two_pi * freq * dt_s) % two_pi for ph in self._phase]
-        amp_y = sk.tremor_amp_deg * _clip(1.0 + self.MOD_SD * self._mod[0], 0.3, 1.7)
-        amp_p = sk.tremor_amp_deg * _clip(1.0 + self.MOD_SD * self._mod[1], 0.3, 1.7)
+        turn = two_pi * freq * dt_s
+        ph0, ph1 = self._phase
+        ph0, ph1 = (ph0 + turn) % two_pi, (ph1 + turn) % two_pi
+        self._phase = [ph0, ph1]
+        amp_y = sk.tremor_amp_deg * _clip(1.0 + self.MOD_SD * m0, 0.3, 1.7)
+        amp_p = sk.tremor_amp_deg * _clip(1.0 + self.MOD_SD * m1, 0.3, 1.7)
         d_decay = math.exp(-dt_s / sk.drift_tau_s)
         d_kick = sk.drift_sd_deg * math.sqrt(1.0 - d_decay * d_decay)
         lim = 3.0 * sk.drift_sd_deg
-        self._drift = [_clip(d * d_decay + d_kick * z, -lim, lim) for d, z in zip(self._drift, noise[3:])]
+        d0, d1 = self._drift
+        d0, d1 = _clip(d0 * d_decay + d_kick * z3, -lim, lim), _clip(d1 * d_decay + d_kick * z4, -lim, lim)
+        self._drift = [d0, d1]
         jitter = sk.motor_noise_deg
-        yaw = amp_y * math.sin(self._phase[0]) + self._drift[0] + jitter * _clip(noise[5], -3.0, 3.0)
-        pitch = (self.PITCH_FACTOR * amp_p * math.sin(self._phase[1]) + self._drift[1]
-                 + self.PITCH_FACTOR * jitter * _clip(noise[6], -3.0, 3.0))
+        yaw = amp_y * math.sin(ph0) + d0 + jitter * _clip(z5, -3.0, 3.0)
+        pitch = (self.PITCH_FACTOR * amp_p * math.sin(ph1) + d1
+                 + self.PITCH_FACTOR * jitter * _clip(z6, -3.0, 3.0))
         return yaw, pitch
 
     @property

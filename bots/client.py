@@ -77,6 +77,8 @@ from world.weapons import WeaponId, weapon as weapon_spec
 log = logging.getLogger(__name__)
 
 _WEAPON_IDS = frozenset(int(w) for w in WeaponId)
+_FIRE = int(Buttons.FIRE)
+_RELOAD = int(Buttons.RELOAD)
 _EMPTY_HAND_SPEED_M_S = 6.0
 """Move speed (m/s) with no weapon, as the server core simulates it (only before a first spawn)."""
 _U32 = 0xFFFF_FFFF
@@ -726,10 +728,11 @@ class BotClient:
 
     def _perception(self, now_s: float, view_time_s: float, view: EntityView) -> Perception:
         st = self._predictor.state
+        # The weapons need no advance: the last command advanced them to the command clock, and
+        # nothing since has moved it.
         ws = self._weapons
-        ws.advance(self._cmd_time_s)
         held = int(ws.weapon[0])
-        owned = tuple(int(w) for w in np.flatnonzero(ws.owned[0]))
+        owned = tuple(w for w, has in enumerate(ws.owned[0].tolist()) if has)
         return Perception(
             now_s=now_s,
             view_time_s=view_time_s,
@@ -809,7 +812,7 @@ class BotClient:
         ws = self._weapons
         buttons = intent.buttons if alive else 0
         if not first:
-            buttons &= ~int(Buttons.RELOAD)
+            buttons &= ~_RELOAD
         switch = intent.weapon_switch if alive and first else 0
         forward, side = (intent.forward, intent.side) if alive else (0.0, 0.0)
         # The server's order within a command: movement with the weapon held before the command,
@@ -827,17 +830,17 @@ class BotClient:
             ws.switch_weapon(0, switch, t)
         held = int(ws.weapon[0])
         if (
-            alive and buttons & Buttons.FIRE and held and ws.ammo[0, held] <= 0 and ws.reserve[0, held] > 0
+            alive and buttons & _FIRE and held and ws.ammo[0, held] <= 0 and ws.reserve[0, held] > 0
             and not ws.reloading(t)[0]
         ):
             # Auto-reload: the trigger on an empty magazine reloads, as a game client does by
             # pressing reload for the player (the server reloads on RELOAD, not on a dry click).
-            buttons |= int(Buttons.RELOAD)
-        if buttons & Buttons.RELOAD:
+            buttons |= _RELOAD
+        if buttons & _RELOAD:
             ws.start_reload(0, t)
         punch = (float(ws.punch_pitch_deg[0]), float(ws.punch_yaw_deg[0]))
         shot: Shot | None = None
-        if alive and buttons & Buttons.FIRE and held:
+        if alive and buttons & _FIRE and held:
             outcome = ws.try_fire(0, held, t)
             fire = outcome.accepted
             if not fire and self.hooks.bypass_fire_interval:
@@ -898,6 +901,8 @@ class BotClient:
 
     def _file_shots(self, shots: list[Shot]) -> None:
         """Attach this tick's shots to their commands (re-sent with them); drop the rest."""
+        if not shots and not self._shots_by_seq:
+            return
         live = {c.seq for c in list(self._history)[-self._commands_per_input():]}
         for s in shots:
             if s.cmd_seq not in live:

@@ -135,6 +135,11 @@ def _wrap(angle: float) -> float:
     return (angle + 180.0) % 360.0 - 180.0
 
 
+def _sign(x: float) -> float:
+    """``float(np.sign(x))`` of a float that is not NaN, without numpy's per-call cost."""
+    return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
+
+
 def eye_position(pos: tuple[float, float, float] | np.ndarray, crouching: bool) -> tuple[float, float, float]:
     """Eye (m) of a player whose feet are at ``pos``."""
     return float(pos[0]), float(pos[1]), float(pos[2]) + (CROUCHING_EYE_M if crouching else STANDING_EYE_M)
@@ -146,7 +151,7 @@ def keys_toward(bearing_deg: float, view_yaw_deg: float, threshold: float = 0.38
     the right, as in ``physics.movement``."""
     rel = math.radians(_wrap(bearing_deg - view_yaw_deg))
     f, s = math.cos(rel), -math.sin(rel)
-    return (float(np.sign(f)) if abs(f) > threshold else 0.0, float(np.sign(s)) if abs(s) > threshold else 0.0)
+    return (_sign(f) if abs(f) > threshold else 0.0, _sign(s) if abs(s) > threshold else 0.0)
 
 
 def is_enemy(p: Perception, e: SeenEntity) -> bool:
@@ -441,8 +446,8 @@ class HonestMover:
         vf = p.vel[0] * math.cos(yaw) + p.vel[1] * math.sin(yaw)
         vs = p.vel[0] * math.sin(yaw) - p.vel[1] * math.cos(yaw)
         limit = self.config.settle_speed_m_s
-        fwd = -float(np.sign(vf)) if abs(vf) > limit else 0.0
-        side = -float(np.sign(vs)) if abs(vs) > limit else 0.0
+        fwd = -_sign(vf) if abs(vf) > limit else 0.0
+        side = -_sign(vs) if abs(vs) > limit else 0.0
         return fwd, side, math.hypot(vf, vs) > limit
 
     def _want_cover(self, p: Perception, fight: FightInfo) -> bool:

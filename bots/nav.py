@@ -20,17 +20,149 @@ import logging
 import math
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 import shapely
 
 from world.constants import CROUCHING_HEIGHT_M, PLAYER_RADIUS_M, STANDING_EYE_M
 from world.geometry import MapGeometry
+from world.sweep_kernel import segment_distance
 
 log = logging.getLogger(__name__)
 
 _SQRT2 = math.sqrt(2.0)
+_WALL_CELL_M = 2.0
+"""Cell size (m) of the grid of wall boundary segments behind :meth:`NavGraph.moves_clear`."""
+_WALL_PAD_M = 1e-3
+"""Segments are listed in every cell within the player radius plus this (m): far above rounding."""
 # Neighbour offsets; the first four are the "forward" half used to build each edge once.
 _OFFSETS = ((1, 0), (0, 1), (1, 1), (1, -1), (-1, 0), (0, -1), (-1, -1), (-1, 1))
+
+
+@numba.njit(cache=True, nogil=True)
+def _astar(
+    start: int, goal: int, xs: np.ndarray, ys: np.ndarray, indptr: np.ndarray, indices: np.ndarray, weights: np.ndarray
+) -> np.ndarray:  # pragma: no cover - compiled
+    """Node indices of a shortest path from ``start`` to ``goal`` (A* with the octile heuristic,
+    ties in the open heap broken by insertion order), empty when ``goal`` is not reached."""
+    gx, gy = xs[goal], ys[goal]
+    k = _SQRT2 - 2.0  # octile distance = dx + dy + (sqrt2 - 2) min(dx, dy)
+    n = xs.shape[0]
+    best = np.full(n, np.inf)
+    parent = np.full(n, -1, dtype=np.int64)
+    closed = np.zeros(n, dtype=np.bool_)
+    best[start] = 0.0
+    dx, dy = abs(xs[start] - gx), abs(ys[start] - gy)
+    heap = [(dx + dy + k * (dx if dx < dy else dy), 0, start)]  # noqa: FURB136
+    counter = 1
+    while heap:
+        _, _, cur = heapq.heappop(heap)
+        if cur == goal:
+            length = 1
+            node = cur
+            while parent[node] >= 0:
+                node = parent[node]
+                length += 1
+            path = np.empty(length, dtype=np.int64)
+            node = cur
+            for i in range(length - 1, -1, -1):
+                path[i] = node
+                node = parent[node]
+            return path
+        if closed[cur]:
+            continue
+        closed[cur] = True
+        g = best[cur]
+        for e in range(indptr[cur], indptr[cur + 1]):
+            nb = indices[e]
+            ng = g + weights[e]
+            if ng < best[nb]:
+                best[nb] = ng
+                parent[nb] = cur
+                dx, dy = abs(xs[nb] - gx), abs(ys[nb] - gy)
+                heapq.heappush(heap, (ng + (dx + dy + k * (dx if dx < dy else dy)), counter, nb))  # noqa: FURB136
+                counter += 1
+    return np.empty(0, dtype=np.int64)
+
+
+@numba.njit(cache=True, nogil=True)
+def _segment_to_segment(
+    ax: float, ay: float, bx: float, by: float, cx: float, cy: float, dx: float, dy: float
+) -> float:  # pragma: no cover - compiled
+    """Distance between segments AB and CD, GEOS's ``Distance::segmentToSegment`` operation for
+    operation (what shapely's ``dwithin`` measures between a line and a polygon's boundary)."""
+    if ax == bx and ay == by:
+        return segment_distance(ax, ay, cx, cy, dx, dy)
+    if cx == dx and cy == dy:
+        return segment_distance(dx, dy, ax, ay, bx, by)
+    crossing = not (max(ax, bx) < min(cx, dx) or min(ax, bx) > max(cx, dx)
+                    or max(ay, by) < min(cy, dy) or min(ay, by) > max(cy, dy))
+    if crossing:
+        denom = (bx - ax) * (dy - cy) - (by - ay) * (dx - cx)
+        if denom == 0.0:
+            crossing = False
+        else:
+            r = ((ay - cy) * (dx - cx) - (ax - cx) * (dy - cy)) / denom
+            s = ((ay - cy) * (bx - ax) - (ax - cx) * (by - ay)) / denom
+            crossing = 0.0 <= r <= 1.0 and 0.0 <= s <= 1.0
+    if crossing:
+        return 0.0
+    return min(segment_distance(ax, ay, cx, cy, dx, dy), segment_distance(bx, by, cx, cy, dx, dy),
+               segment_distance(cx, cy, ax, ay, bx, by), segment_distance(dx, dy, ax, ay, bx, by))
+
+
+@numba.njit(cache=True, nogil=True)
+def _moves_clear(
+    a: np.ndarray, b: np.ndarray, r: float, segs: np.ndarray, frame: np.ndarray, nx: int, ny: int,
+    cell_start: np.ndarray, cell_segs: np.ndarray,
+) -> np.ndarray:  # pragma: no cover - compiled
+    """(K,) bool: segment a -> b (a point when a == b) is farther than ``r`` from every wall
+    boundary segment ``segs`` (S, 4) and does not lie inside the walls. ``frame``: grid origin x,
+    y and cell size; a cell lists (CSR) every boundary segment within ``r`` of it, so the cells
+    overlapping a query's bounding box hold every segment that can be within ``r`` of it."""
+    x0, y0, cell = frame[0], frame[1], frame[2]
+    out = np.empty(a.shape[0], dtype=np.bool_)
+    for q in range(a.shape[0]):
+        ax, ay, bx, by = a[q, 0], a[q, 1], b[q, 0], b[q, 1]
+        point = ax == bx and ay == by
+        ix0 = min(max(int((min(ax, bx) - x0) / cell), 0), nx - 1)
+        ix1 = min(max(int((max(ax, bx) - x0) / cell), 0), nx - 1)
+        iy0 = min(max(int((min(ay, by) - y0) / cell), 0), ny - 1)
+        iy1 = min(max(int((max(ay, by) - y0) / cell), 0), ny - 1)
+        near = False
+        for ix in range(ix0, ix1 + 1):
+            for iy in range(iy0, iy1 + 1):
+                c = ix * ny + iy
+                for k in range(cell_start[c], cell_start[c + 1]):
+                    s = cell_segs[k]
+                    if point:
+                        d = segment_distance(ax, ay, segs[s, 0], segs[s, 1], segs[s, 2], segs[s, 3])
+                    else:
+                        d = _segment_to_segment(segs[s, 0], segs[s, 1], segs[s, 2], segs[s, 3], ax, ay, bx, by)
+                    if d <= r:
+                        near = True
+                        break
+                if near:
+                    break
+            if near:
+                break
+        if not near:
+            # Farther than r from every boundary: inside the walls exactly when the start is,
+            # which a crossing count along the ray to +x decides without rounding trouble.
+            iy = min(max(int((ay - y0) / cell), 0), ny - 1)
+            seen = np.zeros(segs.shape[0], dtype=np.bool_)
+            for ix in range(min(max(int((ax - x0) / cell), 0), nx - 1), nx):
+                c = ix * ny + iy
+                for k in range(cell_start[c], cell_start[c + 1]):
+                    s = cell_segs[k]
+                    if seen[s]:
+                        continue
+                    seen[s] = True
+                    sy0, sy1 = segs[s, 1], segs[s, 3]
+                    if (sy0 > ay) != (sy1 > ay) and ax < segs[s, 0] + (ay - sy0) / (sy1 - sy0) * (segs[s, 2] - segs[s, 0]):
+                        near = not near
+        out[q] = not near
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,21 +218,54 @@ class NavGraph:
         ix, iy = np.meshgrid(np.arange(self._nx), np.arange(self._ny), indexing="ij")
         centres = np.column_stack([xmin + (ix.ravel() + 0.5) * c, ymin + (iy.ravel() + 0.5) * c])
         free = ~geometry.circle_blocked(centres, geometry.player_radius + config.margin_m)
-        polys = [shapely.Polygon(w.polygon) for w in geometry.game_map.walls]
-        self._walls = shapely.union_all(polys) if polys else shapely.Polygon()
-        shapely.prepare(self._walls)
+        self._build_walls()
         self._cell_node = np.full(self._nx * self._ny, -1, dtype=np.int64)
         self._cell_node[free] = np.arange(int(free.sum()))
         self.nodes = centres[free]
         self._cell_of_node = np.flatnonzero(free)
-        self._xs: list[float] = self.nodes[:, 0].tolist()
-        self._ys: list[float] = self.nodes[:, 1].tolist()
+        self._node_x = np.ascontiguousarray(self.nodes[:, 0])
+        self._node_y = np.ascontiguousarray(self.nodes[:, 1])
         self._build_edges()
         self.component = self._components()
+        if len(self.nodes):
+            # Compile (or load from numba's cache) the path search now, not at a bot's first path.
+            _astar(0, 0, self._node_x, self._node_y, self.indptr, self.indices, self.weights)
         log.debug("nav graph for %r: %d nodes, %d edges, %d components", geometry.game_map.name,
                   len(self.nodes), len(self.indices) // 2, int(self.component.max(initial=-1)) + 1)
 
     # -- construction --------------------------------------------------------------------------
+
+    def _build_walls(self) -> None:
+        """The boundary segments of the walls' union (exactly as GEOS stores its rings, so that
+        :meth:`moves_clear` measures what shapely would) and a grid listing, per cell, every
+        segment within the player radius of it."""
+        geometry = self.geometry
+        r = geometry.player_radius
+        polys = [shapely.Polygon(w.polygon) for w in geometry.game_map.walls]
+        union = shapely.union_all(polys) if polys else shapely.Polygon()
+        rings = [shapely.get_coordinates(ring) for ring in shapely.get_rings(shapely.get_parts(union))]
+        segs = np.concatenate([np.column_stack([c[:-1], c[1:]]) for c in rings]) if rings else np.zeros((0, 4))
+        xmin, ymin, xmax, ymax = geometry.game_map.bounds
+        cell = _WALL_CELL_M
+        nx, ny = max(1, math.ceil((xmax - xmin) / cell)), max(1, math.ceil((ymax - ymin) / cell))
+        ix, iy = np.meshgrid(np.arange(nx), np.arange(ny), indexing="ij")
+        ix, iy = ix.ravel(), iy.ravel()
+        boxes = shapely.box(xmin + ix * cell, ymin + iy * cell, xmin + (ix + 1) * cell, ymin + (iy + 1) * cell)
+        if len(segs):
+            seg_idx, cell_idx = shapely.STRtree(boxes).query(
+                shapely.linestrings(segs.reshape(-1, 2, 2)), predicate="dwithin", distance=r + _WALL_PAD_M
+            )
+        else:
+            seg_idx = cell_idx = np.zeros(0, dtype=np.int64)
+        order = np.lexsort((seg_idx, cell_idx))
+        start = np.zeros(nx * ny + 1, dtype=np.int64)
+        np.cumsum(np.bincount(cell_idx, minlength=nx * ny), out=start[1:])
+        self._wall_args = (
+            np.ascontiguousarray(segs, dtype=np.float64), np.array([xmin, ymin, cell]), nx, ny, start,
+            seg_idx[order].astype(np.int64),
+        )
+        # Compile (or load from numba's cache) the test now, not at a bot's first path.
+        _moves_clear(np.zeros((0, 2)), np.zeros((0, 2)), r, *self._wall_args)
 
     def _build_edges(self) -> None:
         cells = self._cell_of_node
@@ -166,7 +331,8 @@ class NavGraph:
         """(K, 2), (K, 2) -> (K,) bool: the player circle (the geometry's player radius) can move
         straight from a to b without touching a wall footprint of any height or the bounds. The
         same predicate as ``MapGeometry.sweep`` hitting nothing, computed as the distance from the
-        segment to the walls' union, which is much cheaper for long segments."""
+        segment to the walls' union (shapely's ``dwithin``, in a compiled kernel), which is much
+        cheaper for long segments."""
         a = np.asarray(a, dtype=np.float64).reshape(-1, 2)
         b = np.asarray(b, dtype=np.float64).reshape(-1, 2)
         r = self.geometry.player_radius
@@ -178,13 +344,7 @@ class NavGraph:
         rows = np.flatnonzero(inside)
         out = np.zeros(len(a), dtype=bool)
         if len(rows):
-            same = np.all(a[rows] == b[rows], axis=1)
-            lines = np.empty(len(rows), dtype=object)
-            if (~same).any():
-                lines[~same] = shapely.linestrings(np.stack([a[rows][~same], b[rows][~same]], axis=1))
-            if same.any():
-                lines[same] = shapely.points(a[rows][same])
-            out[rows] = ~shapely.dwithin(self._walls, lines, r)
+            out[rows] = _moves_clear(a[rows], b[rows], r, *self._wall_args)
         return out
 
     def free_at(self, pos: tuple[float, float] | np.ndarray) -> bool:
@@ -236,42 +396,8 @@ class NavGraph:
             return [start]
         if self.component[start] != self.component[goal]:
             return None
-        nodes = self.nodes
-        gx, gy = float(nodes[goal, 0]), float(nodes[goal, 1])
-        xs, ys = self._xs, self._ys
-
-        k = _SQRT2 - 2.0  # octile distance = dx + dy + (sqrt2 - 2) min(dx, dy)
-
-        def h(i: int) -> float:
-            dx, dy = abs(xs[i] - gx), abs(ys[i] - gy)
-            return dx + dy + k * (dx if dx < dy else dy)  # noqa: FURB136 - A* inner loop
-
-        best: dict[int, float] = {start: 0.0}
-        parent: dict[int, int] = {}
-        heap: list[tuple[float, int, int]] = [(h(start), 0, start)]
-        counter = 1
-        closed: set[int] = set()
-        adj = self._adj
-        while heap:
-            _, _, cur = heapq.heappop(heap)
-            if cur == goal:
-                path = [cur]
-                while cur in parent:
-                    cur = parent[cur]
-                    path.append(cur)
-                return path[::-1]
-            if cur in closed:
-                continue
-            closed.add(cur)
-            g = best[cur]
-            for nb, w in adj[cur]:
-                ng = g + w
-                if ng < best.get(nb, math.inf):
-                    best[nb] = ng
-                    parent[nb] = cur
-                    heapq.heappush(heap, (ng + h(nb), counter, nb))
-                    counter += 1
-        return None  # pragma: no cover - same component guarantees a path
+        path = _astar(start, goal, self._node_x, self._node_y, self.indptr, self.indices, self.weights)
+        return path.tolist() if len(path) else None
 
     def find_path(
         self, start: tuple[float, float] | np.ndarray, goal: tuple[float, float] | np.ndarray, smooth: bool = True
@@ -296,25 +422,19 @@ class NavGraph:
 
     def smooth(self, pts: list[np.ndarray]) -> list[np.ndarray]:
         """Drop waypoints that a clear straight move can skip: from each kept waypoint jump to the
-        farthest of the next ``smooth_lookahead`` waypoints reachable in a straight line. All
-        candidate moves are swept in one batched call."""
+        farthest of the next ``smooth_lookahead`` waypoints reachable in a straight line. Only the
+        moves from kept waypoints are tested (one batched call each)."""
         if len(pts) <= 2:
             return pts
         arr = np.asarray(pts, dtype=np.float64)
         n = len(arr)
         look = self.config.smooth_lookahead
-        i_idx, k_idx = np.meshgrid(np.arange(n), np.arange(2, look + 1), indexing="ij")
-        j_idx = i_idx + k_idx
-        keep = j_idx < n
-        i_idx, j_idx = i_idx[keep], j_idx[keep]
-        clear = np.zeros((n, n), dtype=bool)
-        if len(i_idx):
-            clear[i_idx, j_idx] = self.moves_clear(arr[i_idx], arr[j_idx])
         out = [arr[0]]
         i = 0
         while i < n - 1:
-            ahead = np.flatnonzero(clear[i, i + 2:min(n, i + look + 1)])
-            i = i + 2 + int(ahead.max()) if len(ahead) else i + 1
+            ahead = arr[i + 2 : min(n, i + look + 1)]
+            clear = np.flatnonzero(self.moves_clear(np.repeat(arr[i : i + 1], len(ahead), axis=0), ahead))
+            i = i + 2 + int(clear[-1]) if len(clear) else i + 1
             out.append(arr[i])
         return out
 

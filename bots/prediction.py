@@ -8,9 +8,9 @@ state, or a CORRECTION). Then the authoritative state replaces the prediction fo
 and the pending commands after it are simulated again from it: standard reconciliation (Quake 3,
 Source, Overwatch).
 
-Replaying costs one ``simulate`` call per pending command (~0.1-1 ms each), so it only happens
-when the authoritative state differs from what was predicted for that command; an honest client
-on a deterministic server almost never replays. Units: meters, m/s, seconds, degrees.
+Replaying costs one ``simulate`` call per pending command, so it only happens when the
+authoritative state differs from what was predicted for that command; an honest client on a
+deterministic server almost never replays. Units: meters, m/s, seconds, degrees.
 """
 
 from __future__ import annotations
@@ -21,17 +21,18 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-import numpy as np
-
 from physics.buttons import Buttons
 from physics.config import MovementConfig
-from physics.movement import MoveCommands, simulate
+from physics.movement import MoveCommands, simulate_one
 from world.constants import STANCE_CROUCHING, STANCE_STANDING
 from world.geometry import MapGeometry
 
 log = logging.getLogger(__name__)
 
 Vec3 = tuple[float, float, float]
+
+_JUMP = int(Buttons.JUMP)
+_CROUCH = int(Buttons.CROUCH)
 
 
 class MoveState(NamedTuple):
@@ -157,33 +158,19 @@ class Predictor:
         buttons = int(cmd.buttons[0])
         if (
             state.on_ground and state.vel == (0.0, 0.0, 0.0) and state.pos[2] == 0.0
-            and cmd.forward_move[0] == 0.0 and cmd.side_move[0] == 0.0 and not buttons & Buttons.JUMP
+            and cmd.forward_move[0] == 0.0 and cmd.side_move[0] == 0.0 and not buttons & _JUMP
         ):
             # Standing still with no input: simulate would return the same position and zero
             # velocity exactly (no friction, no acceleration, no sweep); only the stance follows
-            # CROUCH. Idle and camping players are common, and simulate costs ~0.5 ms.
-            crouch = bool(buttons & Buttons.CROUCH)
+            # CROUCH. Idle and camping players are common, and this test costs less than a move.
+            crouch = bool(buttons & _CROUCH)
             stance = STANCE_CROUCHING if crouch else STANCE_STANDING
             return state._replace(stance=stance), crouch and state.stance == STANCE_STANDING
         self.simulated += 1
-        r = simulate(
-            np.array([state.pos]),
-            np.array([state.vel]),
-            np.array([state.on_ground]),
-            np.array([state.stance]),
-            cmd,
-            speed,
-            self.geometry,
-            self.config.movement,
+        pos, vel, on_ground, stance, pressed = simulate_one(
+            state.pos, state.vel, state.on_ground, state.stance, cmd, speed, self.geometry, self.config.movement
         )
-        p, v = r.pos[0], r.vel[0]
-        new = MoveState(
-            (float(p[0]), float(p[1]), float(p[2])),
-            (float(v[0]), float(v[1]), float(v[2])),
-            bool(r.on_ground[0]),
-            int(r.stance[0]),
-        )
-        return new, bool(r.crouch_pressed[0])
+        return MoveState(pos, vel, on_ground, stance), pressed
 
     def predict(
         self,

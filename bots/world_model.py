@@ -25,10 +25,11 @@ import math
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+import numba
 import numpy as np
 
 from bots.perception import SeenEntity
-from server.entity_block import EntityFlags, decode_entities
+from server.entity_block import ENTITY_BYTES, ENTITY_DTYPE, EntityFlags
 from server.protocol import OwnState, Snapshot
 from world.constants import STANCE_CROUCHING, STANCE_STANDING
 from world.geometry import MapGeometry
@@ -90,17 +91,54 @@ _NO_INTS.flags.writeable = False  # shared by every empty frame: never to be wri
 _NO_FLOATS.flags.writeable = False
 
 
-def _columns(records: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Records -> (ints (K, 4): slot, flags, weapon, health; floats (K, 8): pos xyz, vel xyz,
-    yaw, pitch), sorted by slot. pos..pitch are 8 consecutive f4 of a record, so the floats are
-    one strided view converted once, and interpolation is one vector operation on them."""
-    if not len(records):
-        return _NO_INTS, _NO_FLOATS
-    order = np.argsort(records["slot"], kind="stable")
-    r = records[order]
-    ints = np.column_stack([r["slot"], r["flags"], r["weapon"], r["health"]]).astype(np.intp)
-    floats = np.column_stack([r["pos"], r["vel"], r["yaw"], r["pitch"]]).astype(np.float64)
+# The wire record's byte columns and its 8 consecutive f4 (pos xyz, vel xyz, yaw, pitch).
+_BYTE_COLUMNS = np.array([ENTITY_DTYPE.fields[k][1] for k in ("slot", "flags", "weapon", "health")], dtype=np.int64)
+_FLOAT_OFFSET = ENTITY_DTYPE.fields["pos"][1]
+if [ENTITY_DTYPE.fields[k][1] - _FLOAT_OFFSET for k in ("pos", "vel", "yaw", "pitch")] != [0, 12, 24, 28]:
+    raise ImportError("the entity record's floats are no longer pos, vel, yaw, pitch in a row")
+
+
+@numba.njit(cache=True, nogil=True)
+def _unpack(raw: np.ndarray, f4: np.ndarray, own: int, byte_columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """(ints (K, 4): slot, flags, weapon, health; floats (K, 8): pos xyz, vel xyz, yaw, pitch) of
+    the records (bytes ``raw`` (N, record size), floats ``f4`` (N, 8)) whose slot is not ``own``,
+    sorted by slot."""
+    n = raw.shape[0]
+    slot_col = byte_columns[0]
+    order = np.empty(n, dtype=np.int64)
+    k = 0
+    for i in range(n):
+        if raw[i, slot_col] == own:
+            continue
+        # Insertion sort by slot (stable; a block holds a few records, its slots are distinct).
+        j = k
+        while j > 0 and raw[order[j - 1], slot_col] > raw[i, slot_col]:
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = i
+        k += 1
+    ints = np.empty((k, 4), dtype=np.intp)
+    floats = np.empty((k, 8))
+    for r in range(k):
+        i = order[r]
+        for c in range(4):
+            ints[r, c] = raw[i, byte_columns[c]]
+        for c in range(8):
+            floats[r, c] = f4[i, c]
     return ints, floats
+
+
+def _columns(data: bytes, own_slot: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """A SNAPSHOT's entity block (validated when the datagram was decoded) -> (ints (K, 4):
+    slot, flags, weapon, health; floats (K, 8): pos xyz, vel xyz, yaw, pitch) of the records not
+    of ``own_slot``, sorted by slot. Interpolation is then one kernel call on the floats."""
+    n = len(data) // ENTITY_BYTES
+    if not n:
+        return _NO_INTS, _NO_FLOATS
+    raw = np.frombuffer(data, dtype=np.uint8).reshape(n, ENTITY_BYTES)
+    f4 = np.ndarray((n, 8), dtype="<f4", buffer=data, offset=_FLOAT_OFFSET, strides=(ENTITY_BYTES, 4))
+    ints, floats = _unpack(raw, f4, -1 if own_slot is None else own_slot, _BYTE_COLUMNS)
+    return (ints, floats) if len(ints) else (_NO_INTS, _NO_FLOATS)
 
 
 @dataclass(slots=True)
@@ -238,26 +276,57 @@ class ShotClaim(NamedTuple):
     distance_m: float
 
 
-def _wrap(angle: np.ndarray) -> np.ndarray:
-    """Wrap angles (deg) into [-180, 180) only where they left it, so in-range values stay exact."""
-    out = np.where((angle >= -180.0) & (angle < 180.0), angle, (angle + 180.0) % 360.0 - 180.0)
-    return np.asarray(out, dtype=np.float64)
-
-
-def _lerp(fa: np.ndarray, fb: np.ndarray, frac: np.ndarray) -> np.ndarray:
-    """Rows of (pos, vel, yaw, pitch) from ``fa`` towards ``fb`` by ``frac``; yaw the short way
-    round. A fraction of 0 returns ``fa`` exactly."""
-    out = fa + (fb - fa) * frac[:, None]
-    dy = _wrap(fb[:, 6] - fa[:, 6])
-    out[:, 6] = _wrap(fa[:, 6] + dy * frac)
+@numba.njit(cache=True, nogil=True)
+def _interpolated(
+    fa: np.ndarray, fb: np.ndarray, ta: float, tb: float, vt: float, max_speed: float
+) -> np.ndarray:  # pragma: no cover - compiled
+    """Rows of (pos, vel, yaw, pitch) from ``fa`` (server time ``ta``) towards ``fb`` (``tb``) at
+    view time ``vt``: linear, the fraction clamped to [0, 1], yaw the short way round and wrapped
+    into [-180, 180) only where it left it (in-range values stay exact). A row that moved faster
+    than ``max_speed`` (m/s) teleported or respawned: it holds ``fa``. A fraction of 0 returns
+    ``fa`` exactly."""
+    n = fa.shape[0]
+    out = np.empty((n, 8))
+    span = tb - ta
+    frac = 0.0
+    if span > 0.0:
+        x = (vt - ta) / span
+        # Python's max(x, 0.0) then min(., 1.0), spelled out: on a tie they keep x.
+        frac = 0.0 if 0.0 > x else x  # noqa: FURB136
+        frac = 1.0 if 1.0 < frac else frac  # noqa: FURB136
+    limit = (max_speed * span) * (max_speed * span)
+    for i in range(n):
+        f = frac
+        dx, dy, dz = fb[i, 0] - fa[i, 0], fb[i, 1] - fa[i, 1], fb[i, 2] - fa[i, 2]
+        # numpy's einsum adds the squares in this order; the order only matters at a tie.
+        if (dx * dx + dz * dz) + dy * dy > limit:
+            f = 0.0
+        for j in range(8):
+            out[i, j] = fa[i, j] + (fb[i, j] - fa[i, j]) * f
+        turn = fb[i, 6] - fa[i, 6]
+        if not (turn >= -180.0 and turn < 180.0):
+            turn = (turn + 180.0) % 360.0 - 180.0
+        yaw = fa[i, 6] + turn * f
+        if not (yaw >= -180.0 and yaw < 180.0):
+            yaw = (yaw + 180.0) % 360.0 - 180.0
+        out[i, 6] = yaw
     return out
 
 
 def _view(ints: np.ndarray, floats: np.ndarray) -> EntityView:
+    if ints is _NO_INTS:
+        return _EMPTY_VIEW
     return EntityView(
         slot=ints[:, 0], flags=ints[:, 1], pos=floats[:, 0:3], vel=floats[:, 3:6], yaw=floats[:, 6],
         pitch=floats[:, 7], weapon=ints[:, 2], health=ints[:, 3],
     )
+
+
+# What every frame without entities shows (its arrays are read-only, like the frame's).
+_EMPTY_VIEW = EntityView(
+    slot=_NO_INTS[:, 0], flags=_NO_INTS[:, 1], pos=_NO_FLOATS[:, 0:3], vel=_NO_FLOATS[:, 3:6], yaw=_NO_FLOATS[:, 6],
+    pitch=_NO_FLOATS[:, 7], weapon=_NO_INTS[:, 2], health=_NO_INTS[:, 3],
+)
 
 
 def _assemble(parts: list[tuple[np.ndarray, np.ndarray]]) -> EntityView:
@@ -270,6 +339,13 @@ def _assemble(parts: list[tuple[np.ndarray, np.ndarray]]) -> EntityView:
     floats = np.concatenate([p[1] for p in parts])
     order = np.argsort(ints[:, 0], kind="stable")
     return _view(ints[order], floats[order])
+
+
+# Compile (or load from numba's cache) the kernels now, not at a bot's first snapshot (a block of
+# one record is a contiguous float view, of several a strided one).
+_columns(bytes(ENTITY_BYTES), None)
+_columns(bytes(2 * ENTITY_BYTES), None)
+_interpolated(np.zeros((1, 8)), np.zeros((1, 8)), 0.0, 1.0, 0.5, 1.0)
 
 
 class WorldModel:
@@ -309,16 +385,15 @@ class WorldModel:
     def add_snapshot(self, snap: Snapshot, now_s: float) -> SnapshotUpdate:
         """Merge one SNAPSHOT datagram (already decoded and validated) received at ``now_s`` (s)."""
         frame = self._ticks.get(snap.tick)
-        records = decode_entities(snap.entities)
-        if self.own_slot is not None and len(records):
-            records = records[records["slot"] != self.own_slot]
+        ints, floats = _columns(snap.entities, self.own_slot)
         if frame is not None:
             if snap.part in frame.parts:
                 return SnapshotUpdate(False, False, True, False)
             frame.parts.add(snap.part)
-            if len(records):
+            if len(ints):
                 # A slot is in one part only; should a server repeat it, the first copy wins.
-                ints, floats = _columns(records[~np.isin(records["slot"], frame.slots)])
+                new = ~np.isin(ints[:, 0], frame.slots)
+                ints, floats = ints[new], floats[new]
                 ints = np.concatenate([frame.ints, ints])
                 floats = np.concatenate([frame.floats, floats])
                 order = np.argsort(ints[:, 0], kind="stable")
@@ -334,7 +409,7 @@ class WorldModel:
             part_count=snap.part_count,
             parts={snap.part},
         )
-        frame.ints, frame.floats = _columns(records)
+        frame.ints, frame.floats = ints, floats
         at = bisect.bisect_right(self._times, snap.server_time_s)
         self._frames.insert(at, frame)
         self._times.insert(at, snap.server_time_s)
@@ -408,16 +483,14 @@ class WorldModel:
         b = frames[i + 1] if i + 1 < len(frames) else None
         if b is None:
             parts = [(a.ints, a.floats)]
-        elif a.complete and b.complete and np.array_equal(a.slots, b.slots):
-            # The usual case: the same entities in both frames, one vector operation.
-            frac = self._fractions(a.floats, b.floats, a.server_time_s, b.server_time_s, view_time_s)
-            return _view(a.ints, _lerp(a.floats, b.floats, frac))
+        elif a.complete and b.complete and a.ints[:, 0].tolist() == b.ints[:, 0].tolist():
+            # The usual case: the same entities in both frames, one kernel call.
+            return _view(a.ints, self._interpolated(a.floats, b.floats, a.server_time_s, b.server_time_s, view_time_s))
         else:
             in_b = np.isin(a.slots, b.slots)
             rows_b = np.searchsorted(b.slots, a.slots[in_b])
             fa, fb = a.floats[in_b], b.floats[rows_b]
-            frac = self._fractions(fa, fb, a.server_time_s, b.server_time_s, view_time_s)
-            parts = [(a.ints[in_b], _lerp(fa, fb, frac))]
+            parts = [(a.ints[in_b], self._interpolated(fa, fb, a.server_time_s, b.server_time_s, view_time_s))]
             if not in_b.all():
                 ints, floats = a.ints[~in_b], a.floats[~in_b]
                 if b.complete:
@@ -429,15 +502,12 @@ class WorldModel:
             parts.extend(self._from_earlier(a, i, view_time_s))
         return _assemble(parts)
 
-    def _fractions(self, fa: np.ndarray, fb: np.ndarray, ta: float, tb: float, vt: float) -> np.ndarray:
-        """Interpolation fraction per row; 0 (hold the earlier state) across teleports."""
-        dt = tb - ta
-        if len(fa) == 0 or dt <= 0.0:
-            return np.zeros(len(fa))
-        frac = np.full(len(fa), min(max((vt - ta) / dt, 0.0), 1.0))
-        d = fb[:, :3] - fa[:, :3]
-        frac[np.einsum("ij,ij->i", d, d) > (self.config.max_interp_speed_m_s * dt) ** 2] = 0.0
-        return frac
+    def _interpolated(self, fa: np.ndarray, fb: np.ndarray, ta: float, tb: float, vt: float) -> np.ndarray:
+        """Rows of ``fa`` (server time ``ta``) interpolated towards ``fb`` (``tb``) at ``vt``; rows
+        that moved faster than ``max_interp_speed_m_s`` hold ``fa``."""
+        if not len(fa):
+            return fa
+        return _interpolated(fa, fb, ta, tb, vt, self.config.max_interp_speed_m_s)
 
     def _bridge(
         self, ints: np.ndarray, floats: np.ndarray, ta: float, start: int, vt: float
@@ -456,8 +526,7 @@ class WorldModel:
             if found.any():
                 fa = floats[found]
                 fb = f.floats[np.searchsorted(f.slots, ints[found, 0])]
-                frac = self._fractions(fa, fb, ta, f.server_time_s, vt)
-                out.append((ints[found], _lerp(fa, fb, frac)))
+                out.append((ints[found], self._interpolated(fa, fb, ta, f.server_time_s, vt)))
                 ints, floats = ints[~found], floats[~found]
             if f.complete:
                 # The rest left the snapshot at this (later) tick: held as last seen until then.

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from math import cos, isfinite, radians, sin, sqrt
+from math import isfinite
 
 import numpy as np
 import numpy.typing as npt
 
+from physics import movement_kernel
 from physics.buttons import ALL_BUTTONS, Buttons
 from physics.config import MovementConfig
 from world.constants import STANCE_CROUCHING, STANCE_STANDING
@@ -34,20 +35,8 @@ log = logging.getLogger(__name__)
 
 _DEFAULT_CONFIG = MovementConfig()
 
-_EPS = 1e-12
+_EPS = movement_kernel.EPS
 
-_SCALAR_MAX_N = 16
-"""``simulate`` runs batches of at most this many players through the scalar path (plain floats,
-the same operations in the same order as the vectorised path, so the results are identical).
-numpy's fixed per-call overhead (~200 us for the whole model) dominates small batches. Measured
-without geometry cost (bot-like inputs with wall contacts): the scalar path takes ~20 us for one
-player, ~40-60 us for 4 and ~105 us for 16, against 200-250 us for the vectorised path; they
-break even around 24-32 players. Larger batches take the vectorised path."""
-
-_JUMP = int(Buttons.JUMP)
-_CROUCH = int(Buttons.CROUCH)
-_WALK = int(Buttons.WALK)
-_SPRINT = int(Buttons.SPRINT)
 _NOT_BUTTONS = ~ALL_BUTTONS
 _SMALL = 8
 """Arrays up to this size are validated through ``tolist`` (cheaper than numpy reductions)."""
@@ -359,17 +348,95 @@ def simulate(
         geometry: map collision (``world.geometry.MapGeometry``).
         config: movement constants (default CS2).
 
-    Small batches (N <= ``_SCALAR_MAX_N``, e.g. a bot's prediction of its own command) run
-    through a scalar path in plain floats that performs the same operations in the same order as
-    the vectorised path, so the result does not depend on the batch size.
+    Players run one by one through a compiled kernel (``physics.movement_kernel``) that performs
+    the same operations in the same order as the vectorised numpy model, so the result does not
+    depend on the batch; the numpy model is the fallback on a platform whose float primitives
+    differ (``_KERNEL_EXACT``).
 
     Raises ValueError for mismatched shapes or non-finite state.
     """
     cfg = config or _DEFAULT_CONFIG
-    n = len(cmd)
-    if 0 < n <= _SCALAR_MAX_N and _SCALAR_EXACT:
-        return _simulate_scalar(*_scalar_state(pos, vel, on_ground, stance, weapon_speed_m_s, n), cmd, geometry, cfg)
-    return _simulate_vector(*_checked_state(pos, vel, on_ground, stance, weapon_speed_m_s, n), cmd, geometry, cfg)
+    state = _checked_state(pos, vel, on_ground, stance, weapon_speed_m_s, len(cmd))
+    if _KERNEL_EXACT:
+        return _simulate_kernel(*state, cmd, geometry, cfg)
+    return _simulate_vector(*state, cmd, geometry, cfg)
+
+
+def simulate_one(
+    pos: tuple[float, float, float],
+    vel: tuple[float, float, float],
+    on_ground: bool,
+    stance: int,
+    cmd: MoveCommands,
+    weapon_speed_m_s: float,
+    geometry: MapGeometry,
+    config: MovementConfig | None = None,
+) -> tuple[tuple[float, float, float], tuple[float, float, float], bool, int, bool]:
+    """:func:`simulate` of one player given as plain numbers (a client predicting its own
+    command): (pos, vel, on_ground, stance, crouch_pressed) after the one command of ``cmd``.
+
+    Raises ValueError for a batch of another size or non-finite state.
+    """
+    if len(cmd) != 1:
+        raise ValueError(f"simulate_one takes a batch of one command, got {len(cmd)}")
+    px, py, pz = pos
+    vx, vy, vz = vel
+    # A finite sum proves every term finite (NaN and inf propagate); only an overflowing sum of
+    # finite values needs the element-wise test.
+    if not isfinite(px + py + pz + vx + vy + vz) and not all(map(isfinite, (px, py, pz, vx, vy, vz))):
+        raise ValueError("pos/vel contain NaN or inf")
+    if not (isfinite(weapon_speed_m_s) and weapon_speed_m_s >= 0.0):
+        raise ValueError("weapon_speed_m_s must be finite and non-negative")
+    cfg = config or _DEFAULT_CONFIG
+    if not _KERNEL_EXACT:
+        r = simulate([pos], [vel], [on_ground], [stance], cmd, weapon_speed_m_s, geometry, cfg)
+        p, v = r.pos[0].tolist(), r.vel[0].tolist()
+        return (p[0], p[1], p[2]), (v[0], v[1], v[2]), bool(r.on_ground[0]), int(r.stance[0]), bool(r.crouch_pressed[0])
+    x, y, z, hx, hy, hz, ground, new_stance, pressed, _, wedged = movement_kernel.simulate_one(
+        float(px), float(py), float(pz), float(vx), float(vy), float(vz), bool(on_ground), int(stance),
+        float(weapon_speed_m_s), cmd.forward_move.item(), cmd.side_move.item(), cmd.yaw_deg.item(),
+        cmd.buttons.item(), cmd.dt_s.item(), *_config_table(cfg), *geometry.sweep_args,
+    )  # fmt: skip
+    if wedged:
+        log.warning("slide move ended inside a wall for %d players; kept their start positions", 1)
+    return (x, y, z), (hx, hy, hz), ground, new_stance, pressed
+
+
+_CONFIG_TABLES: dict[int, tuple[MovementConfig, tuple[np.ndarray, np.ndarray]]] = {}
+
+
+def _config_table(cfg: MovementConfig) -> tuple[np.ndarray, np.ndarray]:
+    """The kernel's tables of ``cfg``, built once per config object (keyed by identity: hashing
+    the frozen dataclass on every command would cost more than the move)."""
+    hit = _CONFIG_TABLES.get(id(cfg))
+    if hit is None or hit[0] is not cfg:
+        if len(_CONFIG_TABLES) > 64:
+            _CONFIG_TABLES.clear()
+        hit = _CONFIG_TABLES[id(cfg)] = (cfg, movement_kernel.config_table(cfg))
+    return hit[1]
+
+
+def _simulate_kernel(
+    p: np.ndarray,
+    v: np.ndarray,
+    ground: np.ndarray,
+    old_stance: np.ndarray,
+    wspeed: np.ndarray,
+    cmd: MoveCommands,
+    geometry: MapGeometry,
+    cfg: MovementConfig,
+) -> MoveResult:
+    """``simulate`` through the compiled kernel (inputs already checked by ``_checked_state``)."""
+    c = np.ascontiguousarray
+    pos, vel, on_ground, stance, pressed, touched, wedged = movement_kernel.simulate_rows(
+        c(p), c(v), c(ground), c(old_stance), c(wspeed), c(cmd.forward_move), c(cmd.side_move), c(cmd.yaw_deg),
+        c(cmd.buttons), c(cmd.dt_s), *_config_table(cfg), *geometry.sweep_args,
+    )  # fmt: skip
+    if wedged:
+        log.warning("slide move ended inside a wall for %d players; kept their start positions", wedged)
+    return MoveResult(
+        pos=pos, vel=vel, on_ground=on_ground, stance=stance, crouch_pressed=pressed, touched_wall=touched
+    )
 
 
 def _checked_state(
@@ -394,39 +461,6 @@ def _checked_state(
     if not np.isfinite(wspeed).all() or (wspeed < 0.0).any():
         raise ValueError("weapon_speed_m_s must be finite and non-negative")
     return p, v, ground, old_stance, wspeed
-
-
-def _scalar_state(
-    pos: npt.ArrayLike,
-    vel: npt.ArrayLike,
-    on_ground: npt.ArrayLike,
-    stance: npt.ArrayLike,
-    weapon_speed_m_s: np.ndarray | float,
-    n: int,
-) -> tuple[list[list[float]], list[list[float]], list[bool], list[int], list[float]]:
-    """``_checked_state`` (same conversions, checks and errors, in the same order) for the scalar
-    path: the rows as Python lists."""
-    p = np.asarray(pos, dtype=np.float64)
-    v = np.asarray(vel, dtype=np.float64)
-    if p.shape != (n, 3) or v.shape != (n, 3):
-        raise ValueError(f"pos and vel must have shape ({n}, 3), got {p.shape} and {v.shape}")
-    pl: list[list[float]] = p.tolist()
-    vl: list[list[float]] = v.tolist()
-    # A finite sum proves every term finite (NaN and inf propagate); only an overflowing sum of
-    # finite values needs the element-wise test.
-    if not isfinite(sum(map(sum, pl)) + sum(map(sum, vl))) and not all(
-        isfinite(x) for row in pl + vl for x in row
-    ):
-        raise ValueError("pos/vel contain NaN or inf")
-    ground: list[bool] = _as_column("on_ground", on_ground, n, bool).tolist()
-    old_stance: list[int] = _as_column("stance", stance, n, np.int8).tolist()
-    if isinstance(weapon_speed_m_s, float | int):
-        wspeed = [float(weapon_speed_m_s)] * n
-    else:
-        wspeed = _as_column("weapon_speed_m_s", weapon_speed_m_s, n).tolist()
-    if not all(isfinite(w) and w >= 0.0 for w in wspeed):
-        raise ValueError("weapon_speed_m_s must be finite and non-negative")
-    return pl, vl, ground, old_stance, wspeed
 
 
 def _simulate_vector(
@@ -489,53 +523,9 @@ def _simulate_vector(
     )
 
 
-# ------------------------------------------------------------------------------ scalar path
-#
-# The scalar path mirrors the vectorised one operation by operation: the same products and sums
-# in the same order (IEEE double arithmetic is then identical), numpy's minimum/maximum/clip
-# semantics (on a tie minimum(a, b) and maximum(a, b) return b, which only matters for the sign of
-# a zero), only the branch np.where would select, and the same libm functions. NumPy's hypot is
-# the C library's, which is not always correctly rounded and differs from ``math.hypot`` in the
-# last bit for ~0.5 % of inputs; ``_hypot`` is glibc's algorithm (2.35+, without FMA). The module
-# checks at import that ``_hypot``, sin/cos/radians and the 2-term dot product agree bit for bit
-# with numpy on this platform and disables the scalar path (``_SCALAR_EXACT``) otherwise.
-
-_HYPOT_EPS = 2.0**-54
-_HYPOT_LARGE = 2.0**511
-_HYPOT_TINY = 2.0**-511
-_HYPOT_SCALE = 2.0**-600
-
-
-def _hypot_kernel(ax: float, ay: float) -> float:
-    h = sqrt(ax * ax + ay * ay)
-    if h <= 2.0 * ay:
-        delta = h - ay
-        t1 = ax * (2.0 * delta - ax)
-        t2 = (delta - 2.0 * (ax - ay)) * delta
-    else:
-        delta = h - ax
-        t1 = 2.0 * delta * (ax - 2.0 * ay)
-        t2 = (4.0 * delta - ay) * ay + delta * delta
-    return h - (t1 + t2) / (2.0 * h)
-
-
-def _hypot(x: float, y: float) -> float:
-    """``np.hypot`` of two finite floats, bit for bit (glibc's ``hypot``, sysdeps/ieee754/dbl-64)."""
-    x = abs(x)
-    y = abs(y)
-    if x < y:
-        x, y = y, x
-    if y <= x * _HYPOT_EPS:
-        return x + y
-    if x > _HYPOT_LARGE:
-        return _hypot_kernel(x * _HYPOT_SCALE, y * _HYPOT_SCALE) / _HYPOT_SCALE
-    if y < _HYPOT_TINY:
-        return _hypot_kernel(x / _HYPOT_SCALE, y / _HYPOT_SCALE) * _HYPOT_SCALE
-    return _hypot_kernel(x, y)
-
-
-def _scalar_matches_numpy() -> bool:
-    """Whether the scalar path's primitives reproduce numpy's bit for bit on this platform."""
+def _kernel_matches_numpy() -> bool:
+    """Whether the kernel's float primitives (radians, sin, cos, hypot, the 2-term dot product)
+    reproduce numpy's bit for bit on this platform."""
     rng = np.random.default_rng(20240611)
     k = 1024
     xy = rng.normal(0.0, 5.0, (k, 2))
@@ -544,264 +534,19 @@ def _scalar_matches_numpy() -> bool:
     xy[k // 4 : k // 4 + 32] *= 1e-160
     xy[k // 4 + 32 : k // 4 + 64] *= 1e160
     xy[k // 4 + 64 : k // 4 + 96, 0] = 0.0
-    hyp = np.hypot(xy[:, 0], xy[:, 1]).tolist()
-    if any(_hypot(a, b) != h for (a, b), h in zip(xy.tolist(), hyp)):
-        return False
     deg = rng.uniform(-720.0, 720.0, k)
-    rad = np.radians(deg)
-    if rad.tolist() != [radians(d) for d in deg.tolist()]:
-        return False
-    r = rad.tolist()
-    if np.cos(rad).tolist() != [cos(a) for a in r] or np.sin(rad).tolist() != [sin(a) for a in r]:
-        return False
     other = rng.normal(0.0, 5.0, (k, 2))
-    dots = np.einsum("ij,ij->i", xy, other).tolist()
-    return dots == [a0 * b0 + a1 * b1 for (a0, a1), (b0, b1) in zip(xy.tolist(), other.tolist())]
+    rad = np.radians(deg)
+    want = (rad, np.cos(rad), np.sin(rad), np.hypot(xy[:, 0], xy[:, 1]), np.einsum("ij,ij->i", xy, other))
+    got = movement_kernel.primitives(deg, xy, other)
+    return all(a.tobytes() == b.tobytes() for a, b in zip(want, got, strict=True))
 
 
-_SCALAR_EXACT = _scalar_matches_numpy()
-if not _SCALAR_EXACT:  # pragma: no cover - depends on the platform's libm and numpy build
-    log.info("scalar movement path disabled: its float primitives differ from numpy's here")
-
-
-def _simulate_scalar(
-    p: list[list[float]],
-    v: list[list[float]],
-    ground: list[bool],
-    old_stance: list[int],
-    wspeed: list[float],
-    cmd: MoveCommands,
-    geometry: MapGeometry,
-    cfg: MovementConfig,
-) -> MoveResult:
-    """``simulate`` for small N in Python floats (inputs from ``_scalar_state``); identical
-    results to ``_simulate_vector``."""
-    hypot = _hypot
-    eps = _EPS
-    max_speed = cfg.max_speed_m_s
-    walk_factor, sprint_factor, crouch_factor = cfg.walk_factor, cfg.sprint_factor, cfg.crouch_factor
-    sprint_clamp = max(1.0, sprint_factor)
-    stop_speed, friction = cfg.stop_speed_m_s, cfg.friction
-    accelerate, accel_min, air_accelerate = cfg.accelerate, cfg.accel_scale_min_m_s, cfg.air_accelerate
-    air_max_wish, air_speed_cap = cfg.air_max_wish_speed_m_s, cfg.air_speed_cap
-    jump_speed, gravity = cfg.jump_speed_m_s, cfg.gravity_m_s2
-
-    start_x: list[float] = []
-    start_y: list[float] = []
-    disp_x: list[float] = []
-    disp_y: list[float] = []
-    vel_x: list[float] = []
-    vel_y: list[float] = []
-    out_z: list[float] = []
-    out_vz: list[float] = []
-    out_ground: list[bool] = []
-    out_stance: list[int] = []
-    out_pressed: list[bool] = []
-    for (px, py, pz), (vx, vy, vz), on_ground, stance, weapon_speed, fwd, side, yaw_deg, buttons, dt in zip(
-        p,
-        v,
-        ground,
-        old_stance,
-        wspeed,
-        cmd.forward_move.tolist(),
-        cmd.side_move.tolist(),
-        cmd.yaw_deg.tolist(),
-        cmd.buttons.tolist(),
-        cmd.dt_s.tolist(),
-    ):
-        crouched = (buttons & _CROUCH) != 0
-        out_stance.append(STANCE_CROUCHING if crouched else STANCE_STANDING)
-        out_pressed.append(crouched and stance == STANCE_STANDING)
-
-        # _wish
-        fwd = fwd if fwd > -1.0 else -1.0  # noqa: FURB136
-        fwd = fwd if fwd < 1.0 else 1.0  # noqa: FURB136
-        side = side if side > -1.0 else -1.0  # noqa: FURB136
-        side = side if side < 1.0 else 1.0  # noqa: FURB136
-        yaw = radians(yaw_deg)
-        cy, sy = cos(yaw), sin(yaw)
-        wx = fwd * cy + side * sy
-        wy = fwd * sy - side * cy
-        mag = hypot(fwd, side)
-        if mag > eps:
-            wdx = wx / mag
-            wdy = wy / mag
-        else:  # zero, with the sign numpy's (w / 1.0) * False gives
-            wdx = wx * 0.0
-            wdy = wy * 0.0
-        base = weapon_speed if weapon_speed < max_speed else max_speed  # noqa: FURB136
-        walking = (buttons & _WALK) != 0
-        sprinting = (buttons & _SPRINT) != 0 and not walking and not crouched
-        factor = 1.0
-        if walking:
-            factor = walk_factor
-        if sprinting:
-            factor = sprint_factor
-        if crouched:
-            factor = crouch_factor if crouch_factor < factor else factor  # noqa: FURB136
-        wishspeed = (mag if mag < 1.0 else 1.0) * base * factor  # noqa: FURB136
-        clamp = base * (sprint_clamp if sprinting else 1.0)
-
-        jump = on_ground and (buttons & _JUMP) != 0
-        grounded = on_ground and not jump
-
-        if grounded:
-            # _friction
-            speed = hypot(vx, vy)
-            control = speed if speed > stop_speed else stop_speed  # noqa: FURB136
-            new = speed - control * friction * dt
-            new = new if new > 0.0 else 0.0  # noqa: FURB136
-            scale = new / speed if speed > eps else 0.0
-            hx = vx * scale
-            hy = vy * scale
-            # _accelerate with the ground amount, capped at the wish speed
-            amount = accelerate * (accel_min if accel_min > wishspeed else wishspeed) * dt  # noqa: FURB136
-            add = wishspeed - (hx * wdx + hy * wdy)
-            add = add if add > 0.0 else 0.0  # noqa: FURB136
-            step = amount if amount < add else add  # noqa: FURB136
-            hx = hx + wdx * step
-            hy = hy + wdy * step
-            limit: float | None = clamp
-        else:
-            amount = air_accelerate * wishspeed * dt
-            cap = wishspeed if wishspeed < air_max_wish else air_max_wish  # noqa: FURB136
-            add = cap - (vx * wdx + vy * wdy)
-            add = add if add > 0.0 else 0.0  # noqa: FURB136
-            step = amount if amount < add else add  # noqa: FURB136
-            hx = vx + wdx * step
-            hy = vy + wdy * step
-            if air_speed_cap:
-                before = hypot(vx, vy)
-                limit = before if before > clamp else clamp  # noqa: FURB136
-            else:
-                limit = None
-        if limit is not None:
-            # _limit_speed (the scale is 1.0 unless over the limit; v * 1.0 == v bit for bit)
-            speed = hypot(hx, hy)
-            if speed > limit:
-                scale = limit / speed
-                hx = hx * scale
-                hy = hy * scale
-
-        if jump:
-            vz0 = jump_speed
-        elif grounded:
-            vz0 = 0.0
-        else:
-            vz0 = vz
-        if grounded:
-            vz1 = 0.0
-            z1 = 0.0
-            new_ground = True
-        else:
-            vz1 = vz0 - gravity * dt
-            z1 = pz + 0.5 * (vz0 + vz1) * dt
-            new_ground = z1 <= 0.0
-            if new_ground:
-                z1 = 0.0
-                vz1 = 0.0
-        out_z.append(z1)
-        out_vz.append(vz1)
-        out_ground.append(new_ground)
-        start_x.append(px)
-        start_y.append(py)
-        disp_x.append(hx * dt)
-        disp_y.append(hy * dt)
-        vel_x.append(hx)
-        vel_y.append(hy)
-
-    end_x, end_y, touched = _slide_scalar(geometry, start_x, start_y, disp_x, disp_y, vel_x, vel_y, cfg)
-    # Lists of Python bools make bool arrays.
-    return MoveResult(
-        pos=np.array([[x, y, z] for x, y, z in zip(end_x, end_y, out_z)]),
-        vel=np.array([[x, y, z] for x, y, z in zip(vel_x, vel_y, out_vz)]),
-        on_ground=np.array(out_ground),
-        stance=np.array(out_stance, dtype=np.int8),
-        crouch_pressed=np.array(out_pressed),
-        touched_wall=np.array(touched),
-    )
-
-
-def _slide_scalar(
-    geometry: MapGeometry,
-    start_x: list[float],
-    start_y: list[float],
-    rem_x: list[float],
-    rem_y: list[float],
-    v_x: list[float],
-    v_y: list[float],
-    config: MovementConfig,
-) -> tuple[list[float], list[float], list[bool]]:
-    """``_slide`` in Python floats (same sweeps, same arithmetic); updates ``rem_*`` and ``v_*``
-    in place and returns (end x, end y, touched)."""
-    hypot = _hypot
-    eps = _EPS
-    min_move = config.min_move_m
-    n = len(start_x)
-    pos_x = list(start_x)
-    pos_y = list(start_y)
-    prev_x = [0.0] * n
-    prev_y = [0.0] * n
-    touched = [False] * n
-    todo = [i for i in range(n) if hypot(rem_x[i], rem_y[i]) > min_move]
-    for _ in range(config.max_slide_iterations):
-        if not todo:
-            break
-        p0 = [[pos_x[i], pos_y[i]] for i in todo]
-        p1 = [[pos_x[i] + rem_x[i], pos_y[i] + rem_y[i]] for i in todo]
-        res = geometry.sweep(np.array(p0), np.array(p1))
-        ends = res.end.tolist()
-        hits = res.hit.tolist()
-        normals = res.normal.tolist()
-        fractions = res.fraction.tolist()
-        rows = []
-        for j, i in enumerate(todo):
-            pos_x[i], pos_y[i] = ends[j]
-            if not hits[j]:
-                rem_x[i] = 0.0
-                rem_y[i] = 0.0
-                continue
-            touched[i] = True
-            nx, ny = normals[j]
-            keep = 1.0 - fractions[j]
-            lx = rem_x[i] * keep
-            ly = rem_y[i] * keep
-            # _clip_against, for the remaining motion and the velocity
-            into = lx * nx + ly * ny
-            into = into if into < 0.0 else 0.0  # noqa: FURB136
-            lx = lx - nx * into
-            ly = ly - ny * into
-            into = v_x[i] * nx + v_y[i] * ny
-            into = into if into < 0.0 else 0.0  # noqa: FURB136
-            wx = v_x[i] - nx * into
-            wy = v_y[i] - ny * into
-            # In 2D two different walls meet in a corner: see _slide.
-            pnx, pny = prev_x[i], prev_y[i]
-            if lx * pnx + ly * pny < -eps or wx * pnx + wy * pny < -eps:
-                lx = ly = wx = wy = 0.0
-            v_x[i] = wx
-            v_y[i] = wy
-            rem_x[i] = lx
-            rem_y[i] = ly
-            prev_x[i] = nx
-            prev_y[i] = ny
-            if hypot(lx, ly) > min_move:
-                rows.append(i)
-        todo = rows
-    moved = [i for i in range(n) if touched[i] and (pos_x[i] != start_x[i] or pos_y[i] != start_y[i])]
-    if moved:
-        # See _slide: a re-check of the players that touched a wall.
-        bad = np.asarray(geometry.circle_blocked(np.array([[pos_x[i], pos_y[i]] for i in moved])), dtype=bool).tolist()
-        rows = [i for i, b in zip(moved, bad) if b]
-        if rows:
-            log.warning("slide move ended inside a wall for %d players; kept their start positions", len(rows))
-            for i in rows:
-                pos_x[i] = start_x[i]
-                pos_y[i] = start_y[i]
-                v_x[i] = 0.0
-                v_y[i] = 0.0
-                touched[i] = True
-    return pos_x, pos_y, touched
+_KERNEL_EXACT = _kernel_matches_numpy()
+if _KERNEL_EXACT:
+    movement_kernel.warm_up()
+else:  # pragma: no cover - depends on the platform's libm and numpy build
+    log.info("movement kernel disabled: its float primitives differ from numpy's here")
 
 
 def max_horizontal_speed(
@@ -827,6 +572,22 @@ def max_horizontal_speed(
         raise ValueError(f"vel must have shape ({n}, 2) or ({n}, 3), got {v.shape}")
     ground = _as_column("on_ground", on_ground, n, bool)
     wspeed = _as_column("weapon_speed_m_s", weapon_speed_m_s, n)
+    if _KERNEL_EXACT and _all_finite(v) and _all_finite(wspeed):
+        # The same operations row by row in the compiled kernel (the numpy code below is its
+        # reference; non-finite rows take it, where numpy's NaN propagation rules apply).
+        c = np.ascontiguousarray
+        return movement_kernel.max_speeds(
+            c(v), c(ground), c(wspeed), c(cmd.forward_move), c(cmd.side_move), c(cmd.yaw_deg), c(cmd.buttons),
+            c(cmd.dt_s), *_config_table(cfg),
+        )  # fmt: skip
+    return _max_horizontal_speed_numpy(v, ground, wspeed, cmd, cfg)
+
+
+def _max_horizontal_speed_numpy(
+    v: np.ndarray, ground: np.ndarray, wspeed: np.ndarray, cmd: MoveCommands, cfg: MovementConfig
+) -> np.ndarray:
+    """:func:`max_horizontal_speed` of checked inputs in numpy arrays."""
+    n = len(cmd)
     dt = cmd.dt_s
     crouched = cmd.held(Buttons.CROUCH)
     _, wishspeed, clamp = _wish(cmd, wspeed, crouched, cfg)

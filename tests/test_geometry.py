@@ -657,3 +657,25 @@ def test_small_batch_answers_do_not_depend_on_the_grid(builtin_geos: dict[str, M
     stop = start + rng.normal(size=(200, 2)) * 0.3
     for a, b in zip(_in_batches(ref.sweep, 200, 1, start, stop), _in_batches(other.sweep, 200, 1, start, stop)):
         assert _same_bits(a, b)
+
+
+@pytest.mark.parametrize("name", ["open", "corridors", "city"])
+def test_circle_blocked_agrees_with_shapely(builtin_geos: dict[str, MapGeometry], name: str) -> None:
+    """The compiled circle test against shapely's dwithin on the walls' union: points anywhere
+    (inside walls too) and points near edges, one by one and batched, radius up to the player's."""
+    geometry = builtin_geos[name]
+    walls = _wall_union(geometry)
+    rng = np.random.default_rng(29)
+    xmin, ymin, xmax, ymax = geometry.game_map.bounds
+    n = 4000
+    anywhere = np.column_stack([rng.uniform(xmin - 1.0, xmax + 1.0, n), rng.uniform(ymin - 1.0, ymax + 1.0, n)])
+    edges = shapely.get_coordinates(shapely.get_rings(shapely.get_parts(walls)))
+    near = edges[rng.integers(0, len(edges), n)] + rng.normal(0.0, R, (n, 2))
+    pts = np.concatenate([anywhere, near])
+    for radius in (None, 0.0, 0.5 * R, R):
+        r = R if radius is None else radius
+        inside = (pts[:, 0] > xmin + r) & (pts[:, 0] < xmax - r) & (pts[:, 1] > ymin + r) & (pts[:, 1] < ymax - r)
+        want = ~inside | shapely.dwithin(walls, shapely.points(pts), r)
+        np.testing.assert_array_equal(geometry.circle_blocked(pts, radius), want)
+    one = [bool(geometry.circle_blocked(p)[0]) for p in pts[::97]]
+    assert one == geometry.circle_blocked(pts[::97]).tolist()

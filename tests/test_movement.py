@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from physics import movement
+from physics import movement, movement_kernel
 from physics.buttons import Buttons
 from physics.config import MovementConfig
 from physics.movement import (
@@ -302,57 +302,61 @@ def test_never_ends_inside_a_wall(map_name: str, seed: int, city_geometry: MapGe
     assert touches > 100
 
 
-# ------------------------------------------------------------------ scalar path (small batches)
+# ------------------------------------------------------------------ compiled kernel
 
 RESULT_FIELDS = ("pos", "vel", "on_ground", "stance", "crouch_pressed", "touched_wall")
-needs_scalar = pytest.mark.skipif(not movement._SCALAR_EXACT, reason="scalar path disabled on this platform")
+needs_kernel = pytest.mark.skipif(not movement._KERNEL_EXACT, reason="movement kernel disabled on this platform")
 
 
 def both_paths(
     pos: np.ndarray, vel: np.ndarray, og: np.ndarray, stance: np.ndarray, cmd: MoveCommands,
     speed: np.ndarray | float, geometry: object, cfg: MovementConfig = CFG,
 ) -> tuple[MoveResult, MoveResult]:
-    """(vectorised, scalar) results of the same step, whatever the batch size."""
-    n = len(cmd)
-    vec = movement._simulate_vector(*movement._checked_state(pos, vel, og, stance, speed, n), cmd, geometry, cfg)  # type: ignore[arg-type]
-    sca = movement._simulate_scalar(*movement._scalar_state(pos, vel, og, stance, speed, n), cmd, geometry, cfg)  # type: ignore[arg-type]
-    return vec, sca
+    """(vectorised numpy, compiled kernel) results of the same step, whatever the batch size."""
+    state = movement._checked_state(pos, vel, og, stance, speed, len(cmd))
+    vec = movement._simulate_vector(*state, cmd, geometry, cfg)  # type: ignore[arg-type]
+    ker = movement._simulate_kernel(*state, cmd, geometry, cfg)  # type: ignore[arg-type]
+    return vec, ker
 
 
-def assert_identical(vec: MoveResult, sca: MoveResult) -> None:
+def assert_identical(vec: MoveResult, ker: MoveResult) -> None:
     """Same dtypes, shapes and bytes (bit for bit, signs of zeros included)."""
     for name in RESULT_FIELDS:
-        a, b = getattr(vec, name), getattr(sca, name)
+        a, b = getattr(vec, name), getattr(ker, name)
         assert a.dtype == b.dtype and a.shape == b.shape, (name, a.dtype, b.dtype, a.shape, b.shape)
         assert a.tobytes() == b.tobytes(), (name, a, b)
 
 
-def test_scalar_path_active() -> None:
-    """The scalar path's float primitives (hypot, sin/cos, radians, 2-term dot) reproduce numpy's
-    here; were they not, small batches would silently fall back to the ~10x slower vector path."""
-    assert movement._SCALAR_EXACT
+def assert_single_identical(vec: MoveResult, pos: np.ndarray, vel: np.ndarray, og: np.ndarray, stance: np.ndarray,
+                            cmd: MoveCommands, speed: np.ndarray | float, geometry: MapGeometry, cfg: MovementConfig) -> None:
+    """``simulate_one`` of each row (one command each) gives the batch's row bit for bit."""
+    speeds = np.broadcast_to(np.asarray(speed, dtype=np.float64), (len(cmd),))
+    for i in range(len(cmd)):
+        one = MoveCommands.single(float(cmd.forward_move[i]), float(cmd.side_move[i]), float(cmd.yaw_deg[i]),
+                                  int(cmd.buttons[i]), float(cmd.dt_s[i]), float(cmd.pitch_deg[i]))
+        p, v, g, st, pressed = movement.simulate_one(tuple(pos[i].tolist()), tuple(vel[i].tolist()), bool(og[i]),
+                                                     int(stance[i]), one, float(speeds[i]), geometry, cfg)
+        assert np.array(p).tobytes() == vec.pos[i].tobytes() and np.array(v).tobytes() == vec.vel[i].tobytes()
+        assert (g, st, pressed) == (bool(vec.on_ground[i]), int(vec.stance[i]), bool(vec.crouch_pressed[i]))
 
 
-@needs_scalar
+def test_kernel_active() -> None:
+    """The kernel's float primitives (hypot, sin/cos, radians, 2-term dot) reproduce numpy's
+    here; were they not, every batch would silently fall back to the slower numpy model."""
+    assert movement._KERNEL_EXACT
+
+
+@needs_kernel
 @settings(max_examples=300, deadline=None)
 @given(
     x=st.floats(allow_nan=False, allow_infinity=False) | st.floats(-20.0, 20.0),
     y=st.floats(allow_nan=False, allow_infinity=False) | st.floats(-20.0, 20.0) | st.floats(-1e-9, 1e-9),
 )
-def test_hypot_matches_numpy(x: float, y: float) -> None:
+def test_kernel_hypot_matches_numpy(x: float, y: float) -> None:
     with np.errstate(over="ignore"):
-        expected = float(np.hypot(x, y))
-    assert movement._hypot(x, y) == expected
-
-
-@needs_scalar
-def test_hypot_matches_numpy_in_bulk() -> None:
-    """~0.5 % of inputs tell glibc's hypot (numpy's) from a correctly rounded one: check many."""
-    rng = np.random.default_rng(3)
-    xy = rng.normal(0.0, 6.0, (40_000, 2))
-    xy[:5000] *= rng.uniform(0.0, 1e-3, (5000, 1))
-    expected = np.hypot(xy[:, 0], xy[:, 1]).tolist()
-    assert [movement._hypot(a, b) for a, b in xy.tolist()] == expected
+        expected = np.hypot(x, y)
+        got = movement_kernel.primitives(np.zeros(1), np.array([[x, y]]), np.zeros((1, 2)))[3]
+    assert got.tobytes() == np.array([expected]).tobytes()
 
 
 def random_state(rng: np.random.Generator, geometry: MapGeometry, n: int) -> tuple[np.ndarray, ...]:
@@ -390,7 +394,8 @@ def held_commands(rng: np.random.Generator, n: int, prev: MoveCommands | None) -
 def run_both_paths(
     geometry: MapGeometry, rng: np.random.Generator, n: int, steps: int, cfg: MovementConfig
 ) -> int:
-    """Steps n players through both paths, asserting identical results; returns the wall touches."""
+    """Steps n players through both paths (and each player alone through ``simulate_one``),
+    asserting identical results; returns the wall touches."""
     pos, vel, og, stance = random_state(rng, geometry, n)
     speed: np.ndarray | float = rng.uniform(0.0, 10.0, n) if rng.random() < 0.5 else float(rng.choice([0.0, RIFLE_SPEED, 9.5]))
     cmd = None
@@ -400,8 +405,9 @@ def run_both_paths(
         if n == 1 and rng.random() < 0.5:
             cmd = MoveCommands.single(float(cmd.forward_move[0]), float(cmd.side_move[0]), float(cmd.yaw_deg[0]),
                                       int(cmd.buttons[0]), float(cmd.dt_s[0]), float(cmd.pitch_deg[0]))
-        vec, sca = both_paths(pos, vel, og, stance, cmd, speed, geometry, cfg)
-        assert_identical(vec, sca)
+        vec, ker = both_paths(pos, vel, og, stance, cmd, speed, geometry, cfg)
+        assert_identical(vec, ker)
+        assert_single_identical(vec, pos, vel, og, stance, cmd, speed, geometry, cfg)
         touches += int(vec.touched_wall.sum())
         pos, vel, og, stance = vec.pos, vec.vel, vec.on_ground, vec.stance
         if rng.random() < 0.03:
@@ -409,33 +415,54 @@ def run_both_paths(
     return touches
 
 
-@needs_scalar
+@needs_kernel
 @pytest.mark.parametrize("map_name", ["corridors", "city"])
 @settings(max_examples=12, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
-    n=st.integers(1, movement._SCALAR_MAX_N),
+    n=st.integers(1, 40),
     sprint=st.sampled_from([1.0, 1.3]),
     air_cap=st.booleans(),
 )
-def test_scalar_path_matches_vectorised(
+def test_kernel_matches_vectorised(
     map_name: str, seed: int, n: int, sprint: float, air_cap: bool, city_geometry: MapGeometry, corridors_geometry: MapGeometry
 ) -> None:
-    """Random states and commands on the real maps, 100 commands: the scalar path (small batches)
-    and the vectorised one give the same bits, whatever the inputs."""
+    """Random states and commands on the real maps, 100 commands: the compiled kernel and the
+    numpy model give the same bits, whatever the inputs."""
     geometry = city_geometry if map_name == "city" else corridors_geometry
     cfg = MovementConfig(sprint_factor=sprint, air_speed_cap=air_cap)
     run_both_paths(geometry, np.random.default_rng(seed), n, 100, cfg)
 
 
-@needs_scalar
+@needs_kernel
 @pytest.mark.parametrize("map_name", ["corridors", "city"])
-def test_scalar_path_matches_vectorised_along_walls(map_name: str, city_geometry: MapGeometry, corridors_geometry: MapGeometry) -> None:
+def test_kernel_matches_vectorised_along_walls(map_name: str, city_geometry: MapGeometry, corridors_geometry: MapGeometry) -> None:
     """Fixed seeds that do slide along walls and into corners a lot (the property test above
     is not vacuous there)."""
     geometry = city_geometry if map_name == "city" else corridors_geometry
     touches = sum(run_both_paths(geometry, np.random.default_rng(seed), n, 150, CFG) for seed, n in ((1, 1), (2, 4), (3, 16)))
     assert touches > 100
+
+
+@needs_kernel
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 20), sprint=st.sampled_from([1.0, 1.3]), air_cap=st.booleans())
+def test_max_horizontal_speed_kernel_matches_numpy(seed: int, n: int, sprint: float, air_cap: bool) -> None:
+    """The compiled bound and its numpy reference give the same bits: zero and tiny velocities,
+    move values on and beyond the clip bounds, signed zeros, every button, several durations."""
+    rng = np.random.default_rng(seed)
+    cfg = MovementConfig(sprint_factor=sprint, air_speed_cap=air_cap)
+    vel = rng.normal(0.0, 5.0, (n, 3)) * rng.choice([0.0, 1e-9, 1.0], (n, 1))
+    vel = vel if rng.random() < 0.5 else vel[:, :2].copy()
+    og = rng.random(n) < 0.6
+    speed = rng.choice([0.0, RIFLE_SPEED, 6.0, 9.5, 100.0], n)
+    cmd = MoveCommands(
+        rng.choice([0.0, -0.0, 1.0, -1.0, 0.5, 1.3], n), rng.choice([0.0, -0.0, 1.0, -1.0, 0.7], n),
+        rng.uniform(-720.0, 720.0, n), np.zeros(n), rng.integers(0, 256, n), rng.choice([1.0 / 128.0, DT, 0.1, 1e-6], n),
+    )
+    got = max_horizontal_speed(vel, og, cmd, speed, cfg)
+    want = movement._max_horizontal_speed_numpy(vel, og, speed, cmd, cfg)
+    assert got.tobytes() == want.tobytes()
 
 
 class BlockingGeometry:
@@ -451,37 +478,66 @@ class BlockingGeometry:
         return np.ones(len(p), dtype=bool)
 
 
-@needs_scalar
-def test_scalar_path_matches_vectorised_when_slide_ends_in_wall(wall_geometry: MapGeometry) -> None:
-    """The defensive 'ended inside a wall' branch: both paths keep the start and stop the player."""
+def test_vectorised_slide_ending_in_a_wall_keeps_the_start(wall_geometry: MapGeometry) -> None:
+    """The defensive 'ended inside a wall' branch of the numpy model: it keeps the start and stops
+    the player."""
     geometry = BlockingGeometry(wall_geometry)
     n = 3
     pos = np.array([[4.58, 0.0, 0.0], [-20.0, 0.0, 0.0], [4.58, 1.0, 0.3]])
     vel = np.array([[6.0, 1.0, 0.0], [6.0, 0.0, 0.0], [5.0, -2.0, 1.0]])
     og = np.array([True, True, False])
     cmd = MoveCommands(np.ones(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n, dtype=int), np.full(n, DT))
-    vec, sca = both_paths(pos, vel, og, np.zeros(n, dtype=np.int8), cmd, RIFLE_SPEED, geometry)
-    assert_identical(vec, sca)
-    assert vec.touched_wall.tolist() == [True, False, True]
-    assert np.array_equal(vec.pos[[0, 2], :2], pos[[0, 2], :2]) and not vec.vel[[0, 2], :2].any()
+    res = movement._simulate_vector(*movement._checked_state(pos, vel, og, np.zeros(n), RIFLE_SPEED, n), cmd, geometry, CFG)  # type: ignore[arg-type]
+    assert res.touched_wall.tolist() == [True, False, True]
+    assert np.array_equal(res.pos[[0, 2], :2], pos[[0, 2], :2]) and not res.vel[[0, 2], :2].any()
 
 
-def test_simulate_picks_the_path_by_batch_size(wall_geometry: MapGeometry, monkeypatch: pytest.MonkeyPatch) -> None:
+class SievedGeometry:
+    """The wrapped geometry's kernel tables without its edges in the sweep grid: sweeps pass
+    through walls (a geometry bug), while the circle test still sees a centre inside one."""
+
+    def __init__(self, inner: MapGeometry) -> None:
+        args = list(inner.sweep_args)
+        args[4] = np.zeros_like(args[4])  # cell_start: every cell empty
+        self.sweep_args = tuple(args)
+
+
+@needs_kernel
+def test_kernel_slide_ending_in_a_wall_keeps_the_start(caplog: pytest.LogCaptureFixture) -> None:
+    """The kernel's 'ended inside a wall' branch: a player inside a footprint that reaches the
+    bounds hits the bounds, slides on along them (the sieved sweep sees no wall) and ends inside
+    the footprint: it keeps its start, stops and the kernel says so."""
+    block = Wall("b", ((-10.0, -49.9), (10.0, -49.9), (10.0, 0.0), (-10.0, 0.0)), 4.0)
+    geometry = SievedGeometry(MapGeometry(GameMap(name="block", bounds=(-50.0, -50.0, 50.0, 50.0), walls=(block,), spawns=())))
+    pos = np.array([[0.0, -49.55, 0.0], [-20.0, 20.0, 0.0]])
+    vel = np.array([[3.0, -3.0, 0.0], [3.0, 0.0, 0.0]])
+    cmd = MoveCommands(np.zeros(2), np.zeros(2), np.zeros(2), np.zeros(2), np.zeros(2, dtype=int), np.full(2, DT))
+    state = movement._checked_state(pos, vel, np.ones(2, dtype=bool), np.zeros(2), RIFLE_SPEED, 2)
+    with caplog.at_level("WARNING", logger="physics.movement"):
+        res = movement._simulate_kernel(*state, cmd, geometry, MovementConfig(friction=0.0))  # type: ignore[arg-type]
+    assert res.touched_wall.tolist() == [True, False]
+    assert np.array_equal(res.pos[0, :2], pos[0, :2]) and not res.vel[0, :2].any()
+    assert res.pos[1, 0] > pos[1, 0]
+    assert "inside a wall for 1 players" in caplog.text
+
+
+def test_simulate_picks_the_kernel_when_exact(wall_geometry: MapGeometry, monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object) -> MoveResult:
         raise AssertionError("wrong path")
 
-    small, large = movement._SCALAR_MAX_N, movement._SCALAR_MAX_N + 1
-    for n, refused in ((1, "_simulate_vector"), (small, "_simulate_vector"), (large, "_simulate_scalar")):
+    for n in (1, 16, 17, 64):
         with monkeypatch.context() as m:
-            m.setattr(movement, refused, refuse)
-            m.setattr(movement, "_SCALAR_EXACT", True)
+            m.setattr(movement, "_simulate_vector", refuse)
+            m.setattr(movement, "_KERNEL_EXACT", True)
             cmd = MoveCommands(np.ones(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n, dtype=int), np.full(n, DT))
             res = simulate(np.tile([-20.0, 0.0, 0.0], (n, 1)), np.zeros((n, 3)), np.ones(n, dtype=bool), np.zeros(n), cmd, RIFLE_SPEED, wall_geometry)
             assert res.pos.shape == (n, 3)
-    with monkeypatch.context() as m:  # a platform whose primitives differ: always vectorised
-        m.setattr(movement, "_simulate_scalar", refuse)
-        m.setattr(movement, "_SCALAR_EXACT", False)
+    with monkeypatch.context() as m:  # a platform whose primitives differ: always the numpy model
+        m.setattr(movement, "_simulate_kernel", refuse)
+        m.setattr(movement, "_KERNEL_EXACT", False)
         simulate(np.array([[-20.0, 0.0, 0.0]]), np.zeros((1, 3)), [True], [0], MoveCommands.single(1.0), RIFLE_SPEED, wall_geometry)
+        p, v, g, st, pressed = movement.simulate_one((-20.0, 0.0, 0.0), (0.0, 0.0, 0.0), True, 0, MoveCommands.single(1.0), RIFLE_SPEED, wall_geometry)
+        assert p[0] > -20.0 and g and st == 0 and not pressed
 
 
 @pytest.mark.parametrize(
@@ -500,20 +556,39 @@ def test_simulate_picks_the_path_by_batch_size(wall_geometry: MapGeometry, monke
         (np.zeros((1, 3)), np.zeros((1, 3)), [True], [0], np.array([1.0, 2.0])),
     ],
 )
-def test_both_paths_refuse_bad_state_alike(pos: np.ndarray, vel: np.ndarray, og: list[bool], stance: list[int], speed: object) -> None:
-    errors = []
-    for check in (movement._checked_state, movement._scalar_state):
-        with pytest.raises(ValueError) as info:
-            check(pos, vel, og, stance, speed, 1)  # type: ignore[arg-type]
-        errors.append(str(info.value))
-    assert errors[0] == errors[1]
+def test_bad_state_is_refused(
+    pos: np.ndarray, vel: np.ndarray, og: list[bool], stance: list[int], speed: object, wall_geometry: MapGeometry
+) -> None:
+    with pytest.raises(ValueError):
+        simulate(pos, vel, og, stance, MoveCommands.single(1.0), speed, wall_geometry)  # type: ignore[arg-type]
 
 
-def test_huge_finite_state_is_accepted_by_both_paths() -> None:
-    """The scalar check's shortcut (a finite sum) overflows here; finite values still pass."""
-    pos, vel = np.array([[1e308, 1e308, 0.0]]), np.array([[1e308, 1e308, 1e308]])
-    for check in (movement._checked_state, movement._scalar_state):
-        check(pos, vel, [True], [0], RIFLE_SPEED, 1)
+@pytest.mark.parametrize(
+    ("pos", "vel", "speed", "message"),
+    [
+        ((0.0, np.inf, 0.0), (0.0, 0.0, 0.0), RIFLE_SPEED, "NaN or inf"),
+        ((0.0, 0.0, 0.0), (0.0, 0.0, np.nan), RIFLE_SPEED, "NaN or inf"),
+        ((np.inf, -np.inf, 0.0), (0.0, 0.0, 0.0), RIFLE_SPEED, "NaN or inf"),
+        ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), -1.0, "weapon_speed"),
+        ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), np.nan, "weapon_speed"),
+        ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), np.inf, "weapon_speed"),
+    ],
+)
+def test_simulate_one_refuses_bad_state(
+    pos: tuple[float, float, float], vel: tuple[float, float, float], speed: float, message: str, wall_geometry: MapGeometry
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        movement.simulate_one(pos, vel, True, 0, MoveCommands.single(1.0), speed, wall_geometry)
+    cmd = MoveCommands(np.ones(2), np.zeros(2), np.zeros(2), np.zeros(2), np.zeros(2, dtype=int), np.full(2, DT))
+    with pytest.raises(ValueError, match="batch of one"):
+        movement.simulate_one((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), True, 0, cmd, RIFLE_SPEED, wall_geometry)
+
+
+def test_huge_finite_state_is_accepted(wall_geometry: MapGeometry) -> None:
+    """The finite-sum shortcut of the checks overflows here; finite values still pass."""
+    pos, vel = (1e308, 1e308, 0.0), (1e308, 1e308, 1e308)
+    movement._checked_state(np.array([pos]), np.array([vel]), [True], [0], RIFLE_SPEED, 1)
+    movement.simulate_one(pos, vel, True, 0, MoveCommands.single(), RIFLE_SPEED, wall_geometry)
 
 
 @pytest.mark.parametrize(

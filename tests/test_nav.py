@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 import pytest
+import shapely
 
 from bots.nav import NavCache, NavConfig, NavGraph
 from world.constants import CROUCHING_HEIGHT_M, PLAYER_RADIUS_M, STANDING_EYE_M
@@ -190,3 +191,36 @@ def test_nearest_node_prefers_reachable_nodes(graphs: dict[str, NavGraph]) -> No
         i = g.nearest_node(p)
         assert i is not None
         assert math.dist(g.nodes[i], p) < 2.0
+
+
+@pytest.mark.parametrize("name", ["open", "corridors", "city"])
+def test_moves_clear_agrees_with_shapely(graphs: dict[str, NavGraph], name: str) -> None:
+    """The compiled clearance test against its definition (shapely's dwithin of the segment, or
+    the point, to the walls' union): random moves of every length (inside walls too), points,
+    and moves parallel to a wall's boundary at exactly the player radius."""
+    g = graphs[name]
+    r = g.geometry.player_radius
+    walls = shapely.union_all([shapely.Polygon(w.polygon) for w in g.geometry.game_map.walls])
+    rng = np.random.default_rng(31)
+    xmin, ymin, xmax, ymax = g.geometry.game_map.bounds
+    n = 3000
+    a = np.column_stack([rng.uniform(xmin + r + 0.01, xmax - r - 0.01, n), rng.uniform(ymin + r + 0.01, ymax - r - 0.01, n)])
+    ang = rng.uniform(0.0, 2.0 * np.pi, n)
+    b = a + rng.choice([0.0, 0.5, 3.0, 20.0], n)[:, None] * np.column_stack([np.cos(ang), np.sin(ang)])
+    rings = shapely.get_rings(shapely.get_parts(walls))
+    segs = np.concatenate([np.column_stack([c[:-1], c[1:]]) for c in map(shapely.get_coordinates, rings)])
+    s = segs[rng.integers(0, len(segs), n)]
+    f = s[:, 2:] - s[:, :2]
+    normal = np.column_stack([f[:, 1], -f[:, 0]]) / np.hypot(f[:, 0], f[:, 1])[:, None]
+    side = rng.choice([-r, r], n)[:, None] * normal
+    ga = s[:, :2] + rng.uniform(-0.5, 1.5, (n, 1)) * f + side
+    gb = s[:, :2] + rng.uniform(-0.5, 1.5, (n, 1)) * f + side
+    a, b = np.concatenate([a, ga]), np.clip(np.concatenate([b, gb]), [xmin, ymin], [xmax, ymax])
+    inside = np.ones(len(a), dtype=bool)
+    for p in (a, b):
+        inside &= (p[:, 0] > xmin + r) & (p[:, 0] < xmax - r) & (p[:, 1] > ymin + r) & (p[:, 1] < ymax - r)
+    same = np.all(a == b, axis=1)
+    geoms = np.where(same, shapely.points(a), shapely.linestrings(np.stack([a, b], axis=1)))
+    want = inside & ~shapely.dwithin(walls, geoms, r)
+    np.testing.assert_array_equal(g.moves_clear(a, b), want)
+    assert want.any() and not want.all()
