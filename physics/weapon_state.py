@@ -28,6 +28,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from physics.config import WeaponConfig
@@ -99,6 +100,71 @@ class WeaponTable:
 
 TABLE = WeaponTable.build()
 """The built-in weapon table (read-only)."""
+
+
+_ADVANCED = 0
+_USE_NUMPY = 1
+_NOT_FINITE = 2
+
+
+@numba.njit(cache=True)
+def _advance_kernel(
+    rows: np.ndarray, now_s: np.ndarray, weapon: np.ndarray, recovery_deg_s: np.ndarray, magazine: np.ndarray,
+    punch_pitch: np.ndarray, punch_yaw: np.ndarray, punch_time: np.ndarray, reload_end: np.ndarray,
+    ammo: np.ndarray, reserve: np.ndarray,
+) -> int:
+    """Punch recovery and reload completion of distinct ``rows``, each at its own time: what
+    ``WeaponState._recover`` then ``_finish_reloads`` compute, operation for operation in IEEE
+    double (no fast-math), without numpy's per-call costs. Changes nothing and returns
+    _NOT_FINITE for a non-finite time, _USE_NUMPY for a row outside the slots or named twice (the
+    numpy version's indexing semantics then apply), else _ADVANCED."""
+    cap = weapon.shape[0]
+    seen = np.zeros(cap, dtype=np.bool_)
+    for i in range(rows.shape[0]):
+        if not math.isfinite(now_s[i]):
+            return _NOT_FINITE
+    for i in range(rows.shape[0]):
+        s = rows[i]
+        if s < 0 or s >= cap or seen[s]:
+            return _USE_NUMPY
+        seen[s] = True
+    for i in range(rows.shape[0]):
+        s = rows[i]
+        t = now_s[i]
+        dt = t - punch_time[s]
+        if not (dt >= 0.0 or math.isnan(dt)):
+            dt = 0.0
+        pp = punch_pitch[s]
+        py = punch_yaw[s]
+        mag = math.hypot(pp, py)
+        new = mag - recovery_deg_s[weapon[s]] * dt
+        if not (new >= 0.0 or math.isnan(new)):
+            new = 0.0
+        scale = new / mag if mag > 0.0 else 0.0
+        punch_pitch[s] = pp * scale
+        punch_yaw[s] = py * scale
+        pt = punch_time[s]
+        punch_time[s] = pt if (pt >= t or math.isnan(pt)) else t
+        end = reload_end[s]
+        if not math.isnan(end) and end <= t:
+            held = weapon[s]
+            need = np.int32(magazine[held]) - np.int32(ammo[s, held])
+            take = min(need, np.int32(reserve[s, held]))
+            ammo[s, held] += take
+            reserve[s, held] -= take
+            reload_end[s] = np.nan
+    return _ADVANCED
+
+
+@numba.njit(cache=True)
+def _sync_kernel(weapon: np.ndarray, ammo: np.ndarray, reserve: np.ndarray, n: int,
+                 world_weapon: np.ndarray, world_ammo: np.ndarray, world_reserve: np.ndarray) -> None:
+    """``WeaponState.sync_to`` over the first ``n`` slots."""
+    for s in range(n):
+        held = weapon[s]
+        world_weapon[s] = held
+        world_ammo[s] = ammo[s, held]
+        world_reserve[s] = reserve[s, held]
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +239,8 @@ class WeaponState:
         self.reload_end_s = np.full(capacity, np.nan, dtype=np.float64)
         self.switch_end_s = np.zeros(capacity, dtype=np.float64)
         self.cbug_armed = np.zeros(capacity, dtype=bool)
+        # Load (or compile) the kernel now, not in the middle of the first tick that needs it.
+        self.advance_slots(np.zeros(0, np.intp), np.zeros(0))
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -234,17 +302,32 @@ class WeaponState:
     def sync_to(self, world: WorldState) -> None:
         """Mirror the held weapon, its magazine and reserve into ``world`` (all slots, vectorised)."""
         n = min(self.capacity, world.capacity)
-        rows = np.arange(n)
-        held = self.weapon[:n].astype(np.intp)
-        world.weapon[:n] = self.weapon[:n]
-        world.ammo[:n] = self.ammo[rows, held]
-        world.reserve[:n] = self.reserve[rows, held]
+        _sync_kernel(self.weapon, self.ammo, self.reserve, n, world.weapon, world.ammo, world.reserve)
 
     # ------------------------------------------------------------------ time
 
-    def _recover(self, rows: np.ndarray, now_s: float) -> None:
+    def _advance(self, rows: np.ndarray, now_s: np.ndarray | float) -> None:
+        """Punch recovery then reload completion of ``rows`` at ``now_s`` (s, scalar or one per row)."""
+        r = np.asarray(rows, dtype=np.intp)
+        t = np.asarray(now_s, dtype=np.float64)
+        if t.shape != r.shape:
+            t = np.full(r.shape, t)
+        status = _USE_NUMPY
+        if r.ndim == 1:
+            tab = self.table
+            status = _advance_kernel(r, t, self.weapon, tab.recovery_deg_s, tab.magazine, self.punch_pitch_deg,
+                                     self.punch_yaw_deg, self.punch_time_s, self.reload_end_s, self.ammo, self.reserve)
+        if status == _NOT_FINITE:
+            raise ValueError("now_s must be finite")
+        if status == _USE_NUMPY:
+            if not np.all(np.isfinite(t)):
+                raise ValueError("now_s must be finite")
+            self._recover(r, t)
+            self._finish_reloads(r, t)
+
+    def _recover(self, rows: np.ndarray, now_s: np.ndarray | float) -> None:
         """Bring the punch of ``rows`` up to ``now_s``: its magnitude falls linearly at the held
-        weapon's recovery rate."""
+        weapon's recovery rate. (The reference of ``_advance_kernel``, and what runs for repeated rows.)"""
         if not rows.size:
             return
         dt = np.maximum(now_s - self.punch_time_s[rows], 0.0)
@@ -257,7 +340,7 @@ class WeaponState:
         self.punch_yaw_deg[rows] = py * scale
         self.punch_time_s[rows] = np.maximum(self.punch_time_s[rows], now_s)
 
-    def _finish_reloads(self, rows: np.ndarray, now_s: float) -> None:
+    def _finish_reloads(self, rows: np.ndarray, now_s: np.ndarray | float) -> None:
         end = self.reload_end_s[rows]
         done = rows[~np.isnan(end) & (end <= now_s)]
         if not done.size:
@@ -272,9 +355,7 @@ class WeaponState:
     def advance(self, now_s: float) -> None:
         """Per-tick update of every slot (vectorised): punch recovery and reload completion."""
         t = self._time(now_s)
-        rows = np.arange(self.capacity)
-        self._recover(rows, t)
-        self._finish_reloads(rows, t)
+        self._advance(np.arange(self.capacity), t)
 
     def advance_slots(self, slots: np.ndarray, now_s: np.ndarray) -> None:
         """Bring ``slots`` up to their own clocks ``now_s`` (s, one per slot): punch recovery and
@@ -284,15 +365,17 @@ class WeaponState:
         t = np.asarray(now_s, dtype=np.float64)
         if rows.shape != t.shape:
             raise ValueError("slots and now_s must have the same shape")
-        if not np.all(np.isfinite(t)):
-            raise ValueError("now_s must be finite")
-        self._recover(rows, t)
-        self._finish_reloads(rows, t)
+        self._advance(rows, t)
 
     def reloading(self, now_s: float) -> np.ndarray:
         """(N,) bool: a reload is running at ``now_s``."""
         end = self.reload_end_s
         return ~np.isnan(end) & (end > now_s)
+
+    def _reloading_at(self, slot: int, now_s: float) -> bool:
+        """``reloading(now_s)[slot]`` without computing every slot."""
+        end = float(self.reload_end_s[slot])
+        return not math.isnan(end) and end > now_s
 
     # ------------------------------------------------------------------ actions
 
@@ -324,9 +407,7 @@ class WeaponState:
         and disarms a pending crouch-cancel."""
         s = self._slot(slot)
         t = self._time(now_s)
-        rows = np.array([s])
-        self._recover(rows, t)
-        self._finish_reloads(rows, t)
+        self._advance(np.array([s]), t)
         w = int(self.weapon[s])
         if w == NO_WEAPON or t < self.switch_end_s[s] or not np.isnan(self.reload_end_s[s]):
             return False
@@ -367,9 +448,7 @@ class WeaponState:
         """
         s = self._slot(slot)
         t = self._time(now_s)
-        rows = np.array([s])
-        self._recover(rows, t)
-        self._finish_reloads(rows, t)
+        self._advance(np.array([s]), t)
 
         held = int(self.weapon[s])
         named = int(weapon_id)
@@ -388,7 +467,7 @@ class WeaponState:
             kind = FireKind.WRONG_WEAPON
         elif t < self.switch_end_s[s]:
             kind = FireKind.SWITCHING
-        elif bool(self.reloading(t)[s]):
+        elif self._reloading_at(s, t):
             kind = FireKind.RELOADING
         elif self.ammo[s, held] <= 0:
             kind = FireKind.EMPTY
@@ -520,8 +599,11 @@ def shot_directions(
     aim_pitch = float(np.clip(pitch_deg + punch_pitch_deg, -90.0, 90.0))
     fwd = view_direction(aim_yaw, aim_pitch)
     yaw = math.radians(aim_yaw)
-    right = np.array([math.sin(yaw), -math.cos(yaw), 0.0])
-    up = np.cross(right, fwd)
+    r0, r1, r2 = math.sin(yaw), -math.cos(yaw), 0.0
+    right = np.array([r0, r1, r2])
+    f0, f1, f2 = fwd.tolist()
+    # right x fwd, with np.cross's products and differences (a tenth of its cost for one pair).
+    up = np.array([r1 * f2 - r2 * f1, r2 * f0 - r0 * f2, r0 * f1 - r1 * f0])
 
     offset = _disc(rng, spread_deg, 1)
     if pellets > 1:

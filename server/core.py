@@ -15,11 +15,15 @@ Behind UDP a transport calls them in real time; in-process the testbed calls the
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from itertools import chain
+from typing import Any, TypeVar
 
+import numba
 import numpy as np
 
 from anticheat.events import AimSample, ConnectionSample, Detection, KillEvent, SessionEvent, SpawnEvent
@@ -57,6 +61,139 @@ log = logging.getLogger(__name__)
 Outgoing = list[tuple[Address, bytes]]
 _CHEST_M = np.array([STANDING_CHEST_M, CROUCHING_CHEST_M])
 _EYE_M = np.array([STANDING_EYE_M, CROUCHING_EYE_M])
+_RELOAD = int(Buttons.RELOAD)
+"""An int, not the flag: ``int & IntFlag`` goes through the enum's Python operator."""
+_EMPTY_HAND_SPEED_M_S = 6.0
+
+
+def _move_speeds() -> np.ndarray:
+    """Move speed (m/s) by held weapon id, an empty hand (id 0) included."""
+    speeds = np.full(max(int(w) for w in WEAPONS) + 1, _EMPTY_HAND_SPEED_M_S)
+    for wid, spec in WEAPONS.items():
+        speeds[int(wid)] = spec.move_speed_m_s
+    return speeds
+
+
+_MOVE_SPEED_M_S = _move_speeds()
+_CMD_NUMBERS = slice(3, 9)
+"""Command fields duration_s, forward, side, yaw_deg, pitch_deg, buttons: what movement reads."""
+_DUR, _FWD, _SIDE, _YAW, _PITCH, _BUTTONS = range(6)
+_CMD_POS = 12
+_AIM_FIELDS = (
+    "player", "tick", "time_s", "seq", "yaw_deg", "pitch_deg", "recoil_pitch_deg", "recoil_yaw_deg",
+    "server_punch_pitch_deg", "server_punch_yaw_deg", "buttons", "weapon", "weapon_switch", "stance", "on_ground",
+    "speed_m_s", "target", "target_angle_deg", "target_distance_m",
+)
+if tuple(f.name for f in fields(AimSample)) != _AIM_FIELDS or hasattr(AimSample, "__post_init__"):  # pragma: no cover
+    raise AssertionError("AimSample changed: update ServerCore._aim_samples and _aim_sample")
+
+
+_T = TypeVar("_T")
+
+
+def _slot_setter_constructor(cls: type[_T], names: tuple[str, ...]) -> Callable[..., _T]:
+    """A function of ``names`` (positional) building a ``cls``, a frozen slotted dataclass without
+    ``__post_init__``, equal to ``cls(*values)``. A frozen dataclass's ``__init__`` stores each field
+    through ``object.__setattr__``; storing through the slot descriptors directly halves the cost,
+    which matters for the ~190 AimSamples of every 128 Hz tick."""
+    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    namespace.update({f"_set_{n}": getattr(cls, n).__set__ for n in names})
+    body = "".join(f"    _set_{n}(obj, {n})\n" for n in names)
+    exec(f"def make({', '.join(names)}):\n    obj = _new(_cls)\n{body}    return obj\n", namespace)
+    make: Callable[..., _T] = namespace["make"]
+    return make
+
+
+_aim_sample = _slot_setter_constructor(AimSample, _AIM_FIELDS)
+
+
+@numba.njit(cache=True)
+def _aim_candidates(
+    slots: np.ndarray, cos_sin: np.ndarray, offset: int, pos: np.ndarray, stance: np.ndarray, eye_m: np.ndarray,
+    chest_m: np.ndarray, visible: np.ndarray, alive: np.ndarray, active: np.ndarray,
+    cos_out: np.ndarray, dist_out: np.ndarray, target_out: np.ndarray, counts: np.ndarray,
+) -> int:
+    """For each viewer ``slots[i]``, every visible, alive, active other player in slot order: the
+    clipped cosine of the angle between the view and the line from the eye to the player's chest,
+    and the eye-chest distance (m). Rows go one after the other into the flat outputs,
+    ``counts[i]`` each; returns the total. ``cos_sin[:, :, offset + i]``: cos and sin of viewer i's
+    yaw and pitch (radians), numpy's (the view is ``world.state.view_direction``'s).
+
+    The arithmetic is the numpy version's, bit for bit: the norm sums (x*x + y*y) + z*z as numpy's
+    axis reduction does, and the dot product sums (x + z) + y as ``einsum`` does for three terms
+    (its vector reduction); tests/test_server_core.py checks both against numpy."""
+    n = 0
+    cap = pos.shape[0]
+    for i in range(slots.shape[0]):
+        s = slots[i]
+        ex = pos[s, 0]
+        ey = pos[s, 1]
+        ez = pos[s, 2] + eye_m[stance[s]]
+        col = offset + i
+        cp = cos_sin[0, 1, col]
+        vx = cp * cos_sin[0, 0, col]
+        vy = cp * cos_sin[1, 0, col]
+        vz = cos_sin[1, 1, col]
+        start = n
+        for t in range(cap):
+            if t == s or not (visible[s, t] and alive[t] and active[t]):
+                continue
+            x = pos[t, 0] - ex
+            y = pos[t, 1] - ey
+            z = (pos[t, 2] + chest_m[stance[t]]) - ez
+            d = math.sqrt((x * x + y * y) + z * z)
+            c = ((vx * x + vz * z) + vy * y) / max(d, 1e-9)
+            if c < -1.0:
+                c = -1.0
+            elif c > 1.0:
+                c = 1.0
+            cos_out[n] = c
+            dist_out[n] = d
+            target_out[n] = t
+            n += 1
+        counts[i] = n - start
+    return n
+
+
+@numba.njit(cache=True)
+def _aim_gather(
+    angle: np.ndarray, dist: np.ndarray, target: np.ndarray, counts: np.ndarray, slots: np.ndarray,
+    vel: np.ndarray, punch_pitch: np.ndarray, punch_yaw: np.ndarray, weapon: np.ndarray, stance: np.ndarray,
+    floats: np.ndarray, ints: np.ndarray,
+) -> None:
+    """Per viewer i, the AimSample numbers: floats[:, i] punch pitch, punch yaw, horizontal speed,
+    target angle (deg, 180 without a target), target distance (m, 0 without); ints[:, i] target
+    slot (-1 none), held weapon, stance.
+
+    The target is the candidate with the smallest angle (the first of equals, as ``argmin``); none
+    without candidates or with a NaN angle among them (``argmin`` would have picked the NaN)."""
+    j = 0
+    for i in range(counts.shape[0]):
+        b = -1
+        low = np.inf
+        nan_seen = False
+        for _ in range(counts[i]):
+            a = angle[j]
+            if math.isnan(a):
+                nan_seen = True
+            elif a < low:
+                low = a
+                b = j
+            j += 1
+        s = slots[i]
+        floats[0, i] = punch_pitch[s]
+        floats[1, i] = punch_yaw[s]
+        floats[2, i] = math.hypot(vel[s, 0], vel[s, 1])
+        if b < 0 or nan_seen:
+            floats[3, i] = 180.0
+            floats[4, i] = 0.0
+            ints[0, i] = -1
+        else:
+            floats[3, i] = angle[b]
+            floats[4, i] = dist[b]
+            ints[0, i] = target[b]
+        ints[1, i] = weapon[s]
+        ints[2, i] = stance[s]
 
 
 @dataclass(slots=True)
@@ -82,6 +219,72 @@ class _PendingShot:
     prev_aim: tuple[float, float, float, float] | None
     """(yaw, pitch, punch pitch, punch yaw) after the command before (deg), None when unknown."""
     cmd_dt_s: float
+
+
+_NO_ROWS = np.zeros(0, dtype=np.intp)
+_NO_ROWS.flags.writeable = False
+
+
+class _TickCommands:
+    """The tick's commands as arrays, round after round (N rows), and what movement leaves there
+    for validation after the last round.
+
+    Attributes:
+        slots, times: (N,) player slot and command clock after the command (s).
+        numbers: (fields, N) ``_CMD_NUMBERS``. claimed: (N, 3) claimed positions (m).
+        yaw: (N,) the view yaw as the world keeps it, in [-180, 180) (deg).
+        alive: (N,) the player is alive (so its command moves it); all_alive: all are.
+        cos_sin: (2, 2, N) cos and sin of yaw and pitch (radians).
+        prev_pos, prev_vel, prev_ground, speed, pos, vel: per moved row, the state before the
+            command, the held weapon's move speed (m/s) and the simulated position and velocity.
+    """
+
+    __slots__ = ("alive", "all_alive", "claimed", "cos_sin", "numbers", "pos", "prev_ground", "prev_pos",
+                 "prev_vel", "slots", "speed", "times", "vel", "yaw")
+
+    def __init__(self, flat: list[proto.Command], slots: list[int], times: list[float], world: WorldState) -> None:
+        columns = tuple(zip(*flat, strict=True))
+        n = len(flat)
+        self.slots = np.array(slots, dtype=np.intp)
+        self.times = np.array(times)
+        # fromiter over one flat run of Python numbers converts faster than np.array of nested tuples.
+        numbers = columns[_CMD_NUMBERS]
+        self.numbers = np.fromiter(chain.from_iterable(numbers), np.float64, len(numbers) * n).reshape(len(numbers), n)
+        self.claimed = np.fromiter(chain.from_iterable(columns[_CMD_POS]), np.float64, 3 * n).reshape(n, 3)
+        self.yaw = (self.numbers[_YAW] + 180.0) % 360.0 - 180.0
+        # Alive or dead stays as it was for the whole phase: kills come with the shots, after it.
+        self.alive = world.alive[self.slots]
+        self.all_alive = bool(self.alive.all())
+        # The transcendental functions stay numpy's (the compiled kernels' libm could differ from
+        # numpy's vectorised ones in the last bit): cos and sin of every view, once.
+        rad = np.radians(np.stack((self.yaw, self.numbers[_PITCH])))
+        self.cos_sin = np.empty((2, 2, n))
+        np.cos(rad, out=self.cos_sin[0])
+        np.sin(rad, out=self.cos_sin[1])
+        self.prev_pos = np.empty((n, 3))
+        self.prev_vel = np.empty((n, 3))
+        self.prev_ground = np.empty(n, dtype=bool)
+        self.speed = np.empty(n)
+        self.pos = np.empty((n, 3))
+        self.vel = np.empty((n, 3))
+
+
+@dataclass(slots=True)
+class _Round:
+    """One round of a tick's commands: the players' k-th commands, rows ``start:stop`` of the
+    tick's command arrays (round after round)."""
+
+    sessions: list[ClientSession]
+    cmds: list[proto.Command]
+    start: int
+    stop: int
+    acting: list[int]
+    """Indices into the round of the commands that act on the weapon (switch, reload, shots)."""
+    live: np.ndarray
+    """Indices into the round of the players that moved (alive)."""
+    mark: int = 0
+    """Where the round's movement evidence goes in the tick's events: before its shots and aim
+    samples (the claims are validated after the tick's last round)."""
 
 
 def _crosshair(yaw_deg: float, pitch_deg: float, punch_pitch_deg: float, punch_yaw_deg: float) -> np.ndarray:
@@ -151,6 +354,9 @@ class ServerCore:
         self._tick_events: list[Any] = []
         self._session_events: list[SessionEvent] = []
         self._out: Outgoing = []
+        # Load (or compile) the kernels now, not in the middle of the first tick that needs them.
+        self.weapons.sync_to(self.world)
+        self._aim_kernels(np.zeros(0, np.intp), np.zeros((2, 2, 0)), 0)
 
     # ------------------------------------------------------------------ time
 
@@ -382,11 +588,16 @@ class ServerCore:
         authoritative state again every ``correction_resend_s``: UDP may have lost the last one, and
         the per-command corrections in between are suppressed (they would repeat the same news)."""
         w = self.world
-        for session in self.by_slot.values():
+        resend_s = self.config.correction_resend_s
+        due = [s for s in self.by_slot.values() if now_s - s.last_correction_s >= resend_s]
+        if not due:
+            return
+        # Sending changes neither who is alive nor who awaits an ack: both are read once.
+        alive = w.alive.tolist()
+        waiting = self.validator.awaiting_acks(now_s).tolist()
+        for session in due:
             slot = session.slot
-            if now_s - session.last_correction_s < self.config.correction_resend_s or not w.alive[slot]:
-                continue
-            if not self.validator.awaiting_ack(slot, now_s):
+            if not alive[slot] or not waiting[slot]:
                 continue
             self.counters["corrections_resent"] += 1
             session.last_correction_s = now_s
@@ -406,95 +617,153 @@ class ServerCore:
                 # delays everything), so the wait for its acknowledgement starts here, not at spawn.
                 self.validator.reset(s.slot, now_s)
         slots = np.array([s.slot for s in sessions], dtype=np.intp)
-        counts = np.array([len(s.queued) for s in sessions], dtype=np.int64)
+        counts = [len(s.queued) for s in sessions]
         accepted, evidence = self.timer.on_commands_batch(
-            slots, counts, self.tick_dt_s, now_s, self.tick, positions=self.world.pos[slots]
+            slots, np.array(counts, dtype=np.int64), self.tick_dt_s, now_s, self.tick, positions=self.world.pos[slots]
         )
         self._tick_events.extend(evidence)
-        batches = []
-        for session, n_ok, n in zip(sessions, accepted, counts, strict=True):
+        # Commands are applied in rounds, one command per player per round (so movement stays
+        # one batched simulation per round); round k holds the k-th commands, in session order.
+        round_sessions: list[list[ClientSession]] = []
+        round_cmds: list[list[proto.Command]] = []
+        round_times: list[list[float]] = []
+        round_acting: list[list[int]] = []
+        for session, n_ok, n in zip(sessions, accepted.tolist(), counts, strict=True):
             if n_ok < n:
-                self.rejections["timer_dropped"] += int(n - n_ok)
-            batches.append((session, session.take(int(n_ok), drop_oldest=int(n - n_ok))))
+                self.rejections["timer_dropped"] += n - n_ok
+            cmds = session.take(n_ok, drop_oldest=n - n_ok)
+            # The command clock: nothing reads it while the tick's commands are applied.
+            t = session.cmd_time_s
+            shots = bool(session.shots)
+            for k, cmd in enumerate(cmds):
+                if k == len(round_cmds):
+                    round_sessions.append([])
+                    round_cmds.append([])
+                    round_times.append([])
+                    round_acting.append([])
+                t += cmd.duration_s
+                if shots or cmd.weapon_switch or cmd.buttons & _RELOAD:
+                    round_acting[k].append(len(round_cmds[k]))
+                round_sessions[k].append(session)
+                round_cmds[k].append(cmd)
+                round_times[k].append(t)
+            session.cmd_time_s = t
+            session.commands_applied += len(cmds)
+        if not round_cmds:
+            self.weapons.sync_to(self.world)
+            return []
+        rounds: list[_Round] = []
+        start = 0
+        for members, cmds, acting in zip(round_sessions, round_cmds, round_acting, strict=True):
+            rounds.append(_Round(members, cmds, start, start + len(cmds), acting, _NO_ROWS))
+            start += len(cmds)
+        flat = list(chain.from_iterable(round_cmds))
+        flat_slots = [session.slot for members in round_sessions for session in members]
+        flat_times = list(chain.from_iterable(round_times))
+        commands = _TickCommands(flat, flat_slots, flat_times, self.world)
         pending: list[_PendingShot] = []
-        depth = max((len(cmds) for _, cmds in batches), default=0)
-        for k in range(depth):
-            round_ = [(s, cmds[k]) for s, cmds in batches if k < len(cmds)]
-            pending.extend(self._apply_round(round_, now_s))
+        for round_ in rounds:
+            pending.extend(self._apply_round(round_, commands, now_s))
+        self._validate_moves(rounds, commands, now_s)
         self.weapons.sync_to(self.world)
         return pending
 
-    def _apply_round(self, round_: list[tuple[ClientSession, proto.Command]], now_s: float) -> list[_PendingShot]:
+    def _apply_round(self, round_: _Round, commands: _TickCommands, now_s: float) -> list[_PendingShot]:
         w = self.world
-        slots = np.array([s.slot for s, _ in round_], dtype=np.intp)
-        cmds = [c for _, c in round_]
-        for session, cmd in round_:
-            session.cmd_time_s += cmd.duration_s
-            session.commands_applied += 1
-        cmd_times = np.array([s.cmd_time_s for s, _ in round_])
-        self.weapons.advance_slots(slots, cmd_times)
-        yaw = np.array([c.yaw_deg for c in cmds])
-        pitch = np.array([c.pitch_deg for c in cmds])
-        buttons = np.array([c.buttons for c in cmds], dtype=np.int64)
-        alive = w.alive[slots]
-        w.yaw[slots] = (yaw + 180.0) % 360.0 - 180.0
-        w.pitch[slots] = pitch
-        live = np.flatnonzero(alive)
-        crouch_pressed = np.zeros(len(round_), dtype=bool)
+        a, b = round_.start, round_.stop
+        slots = commands.slots[a:b]
+        self.weapons.advance_slots(slots, commands.times[a:b])
+        w.yaw[slots] = commands.yaw[a:b]
+        w.pitch[slots] = commands.numbers[_PITCH, a:b]
+        everyone = commands.all_alive or bool(commands.alive[a:b].all())
+        live = np.arange(b - a) if everyone else np.flatnonzero(commands.alive[a:b])
+        round_.live = live
         if live.size:
-            ls = slots[live]
+            rows = slice(a, b) if everyone else a + live
+            ls = slots if everyone else slots[live]
+            num = commands.numbers[:, rows]
             move = MoveCommands(
-                forward_move=np.array([cmds[i].forward for i in live]),
-                side_move=np.array([cmds[i].side for i in live]),
-                yaw_deg=yaw[live],
-                pitch_deg=pitch[live],
-                buttons=buttons[live],
-                dt_s=np.array([cmds[i].duration_s for i in live]),
+                forward_move=num[_FWD],
+                side_move=num[_SIDE],
+                yaw_deg=num[_YAW],
+                pitch_deg=num[_PITCH],
+                buttons=num[_BUTTONS].astype(np.int64),
+                dt_s=num[_DUR],
             )
-            held = self.weapons.weapon[ls].astype(np.intp)
-            speed = np.array([WEAPONS[WeaponId(h)].move_speed_m_s if h else 6.0 for h in held])
-            prev_pos, prev_vel, prev_ground = w.pos[ls].copy(), w.vel[ls].copy(), w.on_ground[ls].copy()
+            speed = _MOVE_SPEED_M_S[self.weapons.weapon[ls]]
+            prev_pos, prev_vel, prev_ground = w.pos[ls], w.vel[ls], w.on_ground[ls]
             result = simulate(prev_pos, prev_vel, prev_ground, w.stance[ls], move, speed, self.geometry, self.config.movement)
-            claimed = np.array([cmds[i].pos for i in live], dtype=np.float64)
-            verdict = self.validator.validate(
-                ls, prev_pos, prev_vel, prev_ground, move, result, claimed, speed, self.geometry, self.tick, now_s
-            )
-            w.pos[ls] = verdict.pos
+            commands.prev_pos[rows] = prev_pos
+            commands.prev_vel[rows] = prev_vel
+            commands.prev_ground[rows] = prev_ground
+            commands.speed[rows] = speed
+            commands.pos[rows] = result.pos
+            commands.vel[rows] = result.vel
+            round_.mark = len(self._tick_events)
+            # The kept position is always the simulated one, whatever the claim's verdict.
+            w.pos[ls] = result.pos
             w.vel[ls] = result.vel
             w.on_ground[ls] = result.on_ground
             w.stance[ls] = result.stance
-            crouch_pressed[live] = result.crouch_pressed
-            self._tick_events.extend(verdict.evidence)
-            for j in np.flatnonzero(verdict.setback):
-                i = int(live[j])
-                session = round_[i][0]
-                if (verdict.verdict[j] == Verdict.PENDING
-                        and now_s - session.last_correction_s < self.config.correction_resend_s):
-                    # Still awaiting the ack of a correction just sent: it already carries this news.
-                    self.counters["corrections_suppressed"] += 1
-                    continue
-                session.last_correction_seq = cmds[i].seq
-                session.last_correction_s = now_s
-                self.counters["corrections"] += 1
-                self._send(session, proto.Correction(cmd_seq=cmds[i].seq, pos=_vec(verdict.pos[j]), vel=_vec(result.vel[j])))
-            if np.any(crouch_pressed):
-                pressed = np.flatnonzero(crouch_pressed)
-                for i in pressed:
-                    self.weapons.note_crouch_presses(slots[i : i + 1], float(cmd_times[i]))
+            if result.crouch_pressed.any():
+                for i in live[result.crouch_pressed].tolist():
+                    self.weapons.note_crouch_presses(slots[i : i + 1], float(commands.times[a + i]))
         pending: list[_PendingShot] = []
-        for i, (session, cmd) in enumerate(round_):
-            slot = session.slot
-            t_cmd = float(cmd_times[i])
+        for i in round_.acting:
+            session, cmd = round_.sessions[i], round_.cmds[i]
+            t_cmd = float(commands.times[a + i])
             if cmd.weapon_switch:
-                self.weapons.switch_weapon(slot, cmd.weapon_switch, t_cmd)
-            if cmd.buttons & Buttons.RELOAD:
-                self.weapons.start_reload(slot, t_cmd)
+                self.weapons.switch_weapon(session.slot, cmd.weapon_switch, t_cmd)
+            if cmd.buttons & _RELOAD:
+                self.weapons.start_reload(session.slot, t_cmd)
             for shot in session.shots.pop(cmd.seq, ()):
                 p = self._fire(session, cmd, shot, t_cmd, now_s)
                 if p is not None:
                     pending.append(p)
-        self._aim_samples(round_, slots, now_s)
+        self._aim_samples(round_, commands, now_s)
         return pending
+
+    def _validate_moves(self, rounds: list[_Round], commands: _TickCommands, now_s: float) -> None:
+        """Validate every round's claims (in round order, one validator call), send the
+        corrections, and put each round's movement evidence where the round left room for it."""
+        moved = [r for r in rounds if r.live.size]
+        if not moved:
+            return
+        rows: slice | np.ndarray = slice(None) if commands.all_alive else np.flatnonzero(commands.alive)
+        num = commands.numbers[:, rows]
+        move = MoveCommands(
+            forward_move=num[_FWD],
+            side_move=num[_SIDE],
+            yaw_deg=num[_YAW],
+            pitch_deg=num[_PITCH],
+            buttons=num[_BUTTONS].astype(np.int64),
+            dt_s=num[_DUR],
+        )
+        verdicts = self.validator.validate_batches(
+            [r.live.size for r in moved], commands.slots[rows], commands.prev_pos[rows], commands.prev_vel[rows],
+            commands.prev_ground[rows], move, commands.pos[rows], commands.claimed[rows], commands.speed[rows],
+            self.geometry, self.tick, now_s,
+        )
+        resend_s = self.config.correction_resend_s
+        placed: list[tuple[int, tuple[Any, ...]]] = []
+        for r, verdict in zip(moved, verdicts, strict=True):
+            if verdict.evidence:
+                placed.append((r.mark, verdict.evidence))
+            for j in np.flatnonzero(verdict.setback).tolist():
+                i = int(r.live[j])
+                session, cmd = r.sessions[i], r.cmds[i]
+                if verdict.verdict[j] == Verdict.PENDING and now_s - session.last_correction_s < resend_s:
+                    # Still awaiting the ack of a correction just sent: it already carries this news.
+                    self.counters["corrections_suppressed"] += 1
+                    continue
+                session.last_correction_seq = cmd.seq
+                session.last_correction_s = now_s
+                self.counters["corrections"] += 1
+                self._send(session, proto.Correction(cmd_seq=cmd.seq, pos=_vec(verdict.pos[j]),
+                                                     vel=_vec(commands.vel[r.start + i])))
+        # Last first, so that the earlier marks still point where they did.
+        for mark, evidence in reversed(placed):
+            self._tick_events[mark:mark] = evidence
 
     def _fire(self, session: ClientSession, cmd: proto.Command, shot: proto.Shot, t_cmd: float, now_s: float) -> _PendingShot | None:
         slot = session.slot
@@ -515,47 +784,55 @@ class ServerCore:
         origin = eye_positions(w, np.array([slot]))[0]
         session.shots_fired += 1
         last = session.last_aim
-        prev_aim = last[1:] if last is not None and last[0] == cmd.seq - 1 else None
+        prev_aim = None
+        if last is not None and last.seq == cmd.seq - 1:
+            prev_aim = (last.yaw_deg, last.pitch_deg, last.server_punch_pitch_deg, last.server_punch_yaw_deg)
         return _PendingShot(session, shot, origin, directions, t_cmd, (cmd.recoil_pitch_deg, cmd.recoil_yaw_deg),
                             (cmd.yaw_deg, cmd.pitch_deg), (outcome.punch_pitch_deg, outcome.punch_yaw_deg),
                             prev_aim, float(cmd.duration_s))
 
-    def _aim_samples(self, round_: list[tuple[ClientSession, proto.Command]], slots: np.ndarray, now_s: float) -> None:
+    def _aim_kernels(self, slots: np.ndarray, cos_sin: np.ndarray, offset: int) -> tuple[np.ndarray, np.ndarray]:
+        """(floats, ints) of ``_aim_gather`` for viewers ``slots`` (their cos and sin from column
+        ``offset`` of ``cos_sin``)."""
         w = self.world
-        eye = w.pos[slots].copy()
-        eye[:, 2] += _EYE_M[w.stance[slots]]
-        view = view_direction(w.yaw[slots], w.pitch[slots])
-        chest = w.pos.copy()
-        chest[:, 2] += _CHEST_M[w.stance]
-        to_t = chest[None, :, :] - eye[:, None, :]
-        dist = np.linalg.norm(to_t, axis=2)
-        cosang = np.einsum("kj,knj->kn", view, to_t) / np.maximum(dist, 1e-9)
-        angle = np.degrees(np.arccos(np.clip(cosang, -1.0, 1.0)))
-        candidates = self.culler.visible[slots] & w.alive[None, :] & w.active[None, :]
-        candidates[np.arange(len(slots)), slots] = False
-        angle = np.where(candidates, angle, np.inf)
-        best = np.argmin(angle, axis=1)
-        speed = np.hypot(w.vel[slots, 0], w.vel[slots, 1])
-        for i, (session, cmd) in enumerate(round_):
-            slot = session.slot
-            b = int(best[i])
-            has = bool(np.isfinite(angle[i, b]))
-            session.last_aim = (cmd.seq, cmd.yaw_deg, cmd.pitch_deg, float(self.weapons.punch_pitch_deg[slot]),
-                                float(self.weapons.punch_yaw_deg[slot]))
-            self._tick_events.append(
-                AimSample(
-                    player=slot, tick=self.tick, time_s=now_s, seq=cmd.seq,
-                    yaw_deg=cmd.yaw_deg, pitch_deg=cmd.pitch_deg,
-                    recoil_pitch_deg=cmd.recoil_pitch_deg, recoil_yaw_deg=cmd.recoil_yaw_deg,
-                    server_punch_pitch_deg=float(self.weapons.punch_pitch_deg[slot]),
-                    server_punch_yaw_deg=float(self.weapons.punch_yaw_deg[slot]),
-                    buttons=cmd.buttons, weapon=int(self.weapons.weapon[slot]), weapon_switch=cmd.weapon_switch,
-                    stance=int(w.stance[slot]), on_ground=bool(w.on_ground[slot]), speed_m_s=float(speed[i]),
-                    target=b if has else None,
-                    target_angle_deg=float(angle[i, b]) if has else 180.0,
-                    target_distance_m=float(dist[i, b]) if has else 0.0,
-                )
+        k = len(slots)
+        cap = w.pos.shape[0]
+        cos = np.empty(k * cap)
+        dist = np.empty(k * cap)
+        target = np.empty(k * cap, dtype=np.intp)
+        counts = np.empty(k, dtype=np.intp)
+        n = _aim_candidates(slots, cos_sin, offset, w.pos, w.stance, _EYE_M, _CHEST_M, self.culler.visible, w.alive,
+                            w.active, cos, dist, target, counts)
+        floats = np.empty((5, k))
+        ints = np.empty((3, k), dtype=np.int64)
+        wpn = self.weapons
+        _aim_gather(np.degrees(np.arccos(cos[:n])), dist, target, counts, slots, w.vel, wpn.punch_pitch_deg,
+                    wpn.punch_yaw_deg, wpn.weapon, w.stance, floats, ints)
+        return floats, ints
+
+    def _aim_samples(self, round_: _Round, commands: _TickCommands, now_s: float) -> None:
+        w = self.world
+        a, b = round_.start, round_.stop
+        slots = commands.slots[a:b]
+        floats, ints = self._aim_kernels(slots, commands.cos_sin, a)
+        punch_pitch, punch_yaw, speed, angle, distance = floats.tolist()
+        target_slot, weapon, stance = ints.tolist()
+        tick = self.tick
+        events = self._tick_events
+        make = _aim_sample
+        # Column lists, not a list per row: every list is a container the garbage collector
+        # counts, and a tick makes ~190 samples.
+        for session, cmd, pp, py, sp, ang, dst, tgt, held, st, ground in zip(
+            round_.sessions, round_.cmds, punch_pitch, punch_yaw, speed, angle, distance, target_slot, weapon,
+            stance, w.on_ground[slots].tolist(), strict=True,
+        ):
+            sample = make(
+                session.slot, tick, now_s, cmd.seq, cmd.yaw_deg, cmd.pitch_deg, cmd.recoil_pitch_deg,
+                cmd.recoil_yaw_deg, pp, py, cmd.buttons, held, cmd.weapon_switch, st, ground, sp,
+                tgt if tgt >= 0 else None, ang, dst,
             )
+            session.last_aim = sample
+            events.append(sample)
 
     # ---------------------------------------------------------- 2. resolve shots
 
@@ -724,17 +1001,31 @@ class ServerCore:
     # ---------------------------------------------------------- 5. snapshot
 
     def _send_snapshots(self, now_s: float) -> None:
+        sessions = list(self.by_slot.values())
+        if not sessions:
+            return
         w = self.world
-        for session in self.by_slot.values():
+        frame = self.snapshots.frame(w, self.weapons, tick=self.tick, server_time_s=now_s)
+        viewers = np.array([s.slot for s in sessions], dtype=np.intp)
+        # Every viewer's targets from one nonzero over the visibility rows (row-major, so each
+        # viewer's targets come out in slot order, as flatnonzero of its row gives them).
+        seen = self.culler.visible[viewers] & w.active[None, :]
+        ends = np.cumsum(np.count_nonzero(seen, axis=1)).tolist()
+        targets = np.nonzero(seen)[1].tolist()
+        baits: dict[int, list[tuple[int, tuple[float, float, float]]]] = {}
+        for b in self._baits:
+            baits.setdefault(b.shooter, []).append((b.entity_id, b.centre))
+        out = self._out
+        tick = self.tick
+        on_sent = self.netstats.on_snapshot_sent
+        start = 0
+        for session, end in zip(sessions, ends, strict=True):
             slot = session.slot
-            targets = np.flatnonzero(self.culler.visible[slot] & w.active)
-            baits = [b for b in self._baits if b.shooter == slot]
-            for datagram in self.snapshots.build(
-                w, self.weapons, slot, targets, baits=[(b.entity_id, b.centre) for b in baits],
-                tick=self.tick, server_time_s=now_s, last_cmd_seq=session.last_applied_seq,
-            ):
-                self._out.append((session.address, datagram))
-            self.netstats.on_snapshot_sent(slot, self.tick, now_s)
+            address = session.address
+            for datagram in frame.datagrams(slot, targets[start:end], baits.get(slot, []), session.last_applied_seq):
+                out.append((address, datagram))
+            start = end
+            on_sent(slot, tick, now_s)
 
     def _send(self, session: ClientSession, message: Any) -> None:
         self._out.append((session.address, proto.encode(message, self.config.protocol)))

@@ -588,6 +588,38 @@ def encode(message: Message, limits: ProtocolLimits = DEFAULT_LIMITS, *, check_s
     return data
 
 
+def encode_snapshot(
+    tick: int,
+    server_time_s: float,
+    last_cmd_seq: int | None,
+    own: OwnState,
+    blocks: list[bytes],
+    limits: ProtocolLimits = DEFAULT_LIMITS,
+    packer: msgpack.Packer | None = None,
+) -> list[bytes]:
+    """The datagrams of one snapshot split in ``blocks`` (one entity block per part): byte for byte
+    ``encode(Snapshot(tick, server_time_s, last_cmd_seq, own, block, i, len(blocks)))`` for each,
+    without building the message objects. The server sends one to every client 64 times a second.
+    ``packer``: a ``msgpack.Packer(use_bin_type=True)`` the caller reuses (building one per call
+    costs more than packing a snapshot). Raises ProtocolError(TOO_LARGE) like ``encode``.
+    """
+    count = len(blocks)
+    own_fields = _own_fields(own)
+    body: list[Any] = [
+        PROTOCOL_VERSION, int(MsgType.SNAPSHOT), tick, server_time_s, last_cmd_seq, 0, count, own_fields, b"",
+    ]
+    pack = (packer or msgpack.Packer(use_bin_type=True)).pack
+    out = []
+    for i, block in enumerate(blocks):
+        body[5] = i
+        body[8] = block
+        data: bytes = pack(body)
+        if len(data) > limits.max_datagram_bytes:
+            raise ProtocolError(RejectReason.TOO_LARGE, f"SNAPSHOT encodes to {len(data)} bytes")
+        out.append(data)
+    return out
+
+
 def max_entities_per_snapshot(limits: ProtocolLimits = DEFAULT_LIMITS) -> int:
     """How many entity records fit one SNAPSHOT datagram in the worst case (29 with defaults)."""
     worst_own = OwnState(

@@ -6,6 +6,7 @@ import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from anticheat.events import AimSample
 from server.handshake import SessionCredentials
 from server.protocol import Command, Shot
 from server.rate_limit import ClientRateLimiter
@@ -32,8 +33,8 @@ class ClientSession:
         last_correction_seq: command sequence of the last setback sent (-1 none).
         shots_fired, hits, kills, deaths, commands_applied: counters for reports.
         last_correction_s: server time (s) of the last CORRECTION sent (-inf before any).
-        last_aim: (seq, yaw, pitch, server punch pitch, server punch yaw) of the last applied
-            command (deg), or None: where the crosshair was one command before a shot.
+        last_aim: the AimSample of the last applied command, or None: where the crosshair was
+            one command before a shot.
     """
 
     slot: int
@@ -55,7 +56,7 @@ class ClientSession:
     kills: int = 0
     deaths: int = 0
     commands_applied: int = 0
-    last_aim: tuple[int, float, float, float, float] | None = None
+    last_aim: AimSample | None = None
     last_correction_s: float = -math.inf
 
     def queue(self, commands: tuple[Command, ...], shots: tuple[Shot, ...], limit: int) -> int:
@@ -86,6 +87,16 @@ class ClientSession:
     def take(self, n: int, drop_oldest: int) -> list[Command]:
         """Remove and return up to ``n`` queued commands in order, after dropping the oldest
         ``drop_oldest`` (the timer check refused them)."""
+        queued = self.queued
+        if not drop_oldest and n >= len(queued):
+            # The usual case, everything at once. The queue is kept in sequence order, so its
+            # last key is the newest.
+            if not queued:
+                return []
+            self.last_applied_seq = max(self.last_applied_seq, next(reversed(queued)))
+            everything = list(queued.values())
+            queued.clear()
+            return everything
         out: list[Command] = []
         for _ in range(drop_oldest):
             if not self.queued:

@@ -2,12 +2,94 @@
 
 from __future__ import annotations
 
+import msgpack
 import numpy as np
 
 from physics.weapon_state import WeaponState
 from server import protocol as proto
-from server.entity_block import EntityFlags, encode_entities, make_entities, split_entities
+from server.entity_block import ENTITY_BYTES, EntityFlags, make_entities
 from world.state import WorldState
+
+_BAIT_FLAGS = int(EntityFlags.ALIVE | EntityFlags.NOT_RENDERED)
+
+
+class SnapshotFrame:
+    """What every client's snapshot of one tick is made of, gathered once for all of them: each
+    slot's entity record (bytes) and own-state fields as Python values. A client's snapshot is
+    then a join of its visible records and one encode per part.
+
+    Records and own states are those of :meth:`SnapshotBuilder.build`'s definition: flags ALIVE
+    and CROUCHING from the world, the held weapon from ``weapons``, health rounded to a byte.
+    """
+
+    def __init__(
+        self, builder: SnapshotBuilder, world: WorldState, weapons: WeaponState, *, tick: int, server_time_s: float
+    ) -> None:
+        self.builder = builder
+        self.tick = tick
+        self.server_time_s = server_time_s
+        cap = min(world.capacity, weapons.capacity)
+        flags = np.where(world.alive[:cap], int(EntityFlags.ALIVE), 0) | np.where(
+            world.stance[:cap] == 1, int(EntityFlags.CROUCHING), 0
+        )
+        held = weapons.weapon[:cap]
+        blob = make_entities(
+            np.arange(cap), flags, world.pos[:cap], world.vel[:cap], world.yaw[:cap], world.pitch[:cap], held,
+            world.health[:cap],
+        ).tobytes()
+        self.records = [blob[i : i + ENTITY_BYTES] for i in range(0, len(blob), ENTITY_BYTES)]
+        """Entity record (bytes) of each slot."""
+        rows = np.arange(cap)
+        hidx = held.astype(np.intp)
+        has = held != 0
+        self._pos = world.pos[:cap].tolist()
+        self._vel = world.vel[:cap].tolist()
+        self._yaw = world.yaw[:cap].tolist()
+        self._pitch = world.pitch[:cap].tolist()
+        self._health = world.health[:cap].tolist()
+        self._held = held.tolist()
+        self._ammo = np.where(has, weapons.ammo[rows, hidx], 0).tolist()
+        self._reserve = np.where(has, weapons.reserve[rows, hidx], 0).tolist()
+        self._stance = world.stance[:cap].tolist()
+        self._on_ground = world.on_ground[:cap].tolist()
+        self._alive = world.alive[:cap].tolist()
+        self._baits: dict[tuple[int, tuple[float, float, float]], bytes] = {}
+
+    def own(self, slot: int) -> proto.OwnState:
+        """The receiving player's state."""
+        x, y, z = self._pos[slot]
+        vx, vy, vz = self._vel[slot]
+        return proto.OwnState(
+            (x, y, z), (vx, vy, vz), self._yaw[slot], self._pitch[slot], self._health[slot], self._held[slot],
+            self._ammo[slot], self._reserve[slot], self._stance[slot], self._on_ground[slot], self._alive[slot],
+        )
+
+    def datagrams(
+        self, slot: int, targets: list[int], baits: list[tuple[int, tuple[float, float, float]]], last_cmd_seq: int
+    ) -> list[bytes]:
+        """Datagrams of ``slot``'s snapshot (see :meth:`SnapshotBuilder.build`); ``targets`` in order."""
+        records = [self.records[t] for t in targets]
+        for bait in baits:
+            record = self._baits.get(bait)
+            if record is None:
+                record = self._baits[bait] = _bait_record(*bait)
+            records.append(record)
+        per = self.builder.per_part
+        # At least one part, so an empty snapshot still carries the player's own state.
+        blocks = [b"".join(records[i : i + per]) for i in range(0, len(records), per)] or [b""]
+        builder = self.builder
+        return proto.encode_snapshot(
+            self.tick, self.server_time_s, last_cmd_seq if last_cmd_seq >= 0 else None, self.own(slot), blocks,
+            builder.limits, builder.packer,
+        )
+
+
+def _bait_record(entity_id: int, centre: tuple[float, float, float]) -> bytes:
+    """The record of a bait target: NOT_RENDERED, at rest, full health."""
+    return make_entities(
+        np.array([entity_id]), np.array([_BAIT_FLAGS]), np.array([centre]), np.zeros((1, 3)), np.zeros(1),
+        np.zeros(1), np.zeros(1, dtype=np.int64), np.full(1, 100.0),
+    ).tobytes()
 
 
 class SnapshotBuilder:
@@ -16,6 +98,12 @@ class SnapshotBuilder:
     def __init__(self, limits: proto.ProtocolLimits) -> None:
         self.limits = limits
         self.per_part = proto.max_entities_per_snapshot(limits)
+        self.packer = msgpack.Packer(use_bin_type=True)
+
+    def frame(self, world: WorldState, weapons: WeaponState, *, tick: int, server_time_s: float) -> SnapshotFrame:
+        """The state every snapshot of this tick is cut from (take it once per tick, after the
+        simulation; it is a copy, later changes to ``world`` do not show)."""
+        return SnapshotFrame(self, world, weapons, tick=tick, server_time_s=server_time_s)
 
     def build(
         self,
@@ -37,53 +125,5 @@ class SnapshotBuilder:
             baits: (entity id, centre m) of bait targets shown to this client, flagged NOT_RENDERED.
             tick, server_time_s (s), last_cmd_seq: header fields (-1: no command applied yet).
         """
-        held = int(weapons.weapon[slot])
-        own = proto.OwnState(
-            pos=_vec(world.pos[slot]),
-            vel=_vec(world.vel[slot]),
-            yaw_deg=float(world.yaw[slot]),
-            pitch_deg=float(world.pitch[slot]),
-            health=float(world.health[slot]),
-            weapon=held,
-            ammo=int(weapons.ammo[slot, held]) if held else 0,
-            reserve=int(weapons.reserve[slot, held]) if held else 0,
-            stance=int(world.stance[slot]),
-            on_ground=bool(world.on_ground[slot]),
-            alive=bool(world.alive[slot]),
-        )
-        t = np.asarray(targets, dtype=np.intp)
-        flags = np.where(world.alive[t], int(EntityFlags.ALIVE), 0) | np.where(
-            world.stance[t] == 1, int(EntityFlags.CROUCHING), 0
-        )
-        records = make_entities(
-            t, flags, world.pos[t], world.vel[t], world.yaw[t], world.pitch[t], weapons.weapon[t], world.health[t]
-        )
-        if baits:
-            n = len(baits)
-            bait_records = make_entities(
-                np.array([b[0] for b in baits]),
-                np.full(n, int(EntityFlags.ALIVE | EntityFlags.NOT_RENDERED)),
-                np.array([b[1] for b in baits]),
-                np.zeros((n, 3)),
-                np.zeros(n),
-                np.zeros(n),
-                np.zeros(n, dtype=np.int64),
-                np.full(n, 100.0),
-            )
-            records = np.concatenate([records, bait_records])
-        parts = split_entities(records, self.per_part)
-        seq = last_cmd_seq if last_cmd_seq >= 0 else None
-        return [
-            proto.encode(
-                proto.Snapshot(
-                    tick=tick, server_time_s=server_time_s, last_cmd_seq=seq, own=own,
-                    entities=encode_entities(part, validate=False), part=i, part_count=len(parts),
-                ),
-                self.limits,
-            )
-            for i, part in enumerate(parts)
-        ]
-
-
-def _vec(v: np.ndarray) -> tuple[float, float, float]:
-    return (float(v[0]), float(v[1]), float(v[2]))
+        frame = self.frame(world, weapons, tick=tick, server_time_s=server_time_s)
+        return frame.datagrams(slot, np.asarray(targets, dtype=np.intp).tolist(), baits, last_cmd_seq)

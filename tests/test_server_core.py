@@ -236,3 +236,106 @@ def test_tick_stats_split_the_tick_into_its_phases() -> None:
     assert all(v >= 0.0 for v in phases.values()) and phases["visibility"] > 0.0 and phases["inputs"] > 0.0
     # The phases are inside the tick: their sum never exceeds the slowest tick.
     assert sum(phases.values()) <= summary["max_ms"] + 1e-9
+
+
+def _random_world(core, rng: np.random.Generator) -> None:
+    """Random positions, views, stances and liveness in every slot, random visibility."""
+    w = core.world
+    cap = w.capacity
+    w.pos[:] = rng.uniform(-60.0, 60.0, (cap, 3)) * np.array([1.0, 1.0, 0.05])
+    w.pos[3] = w.pos[2]  # two equally good targets for everyone: the first one wins
+    w.stance[:] = rng.integers(0, 2, cap)
+    w.stance[3] = w.stance[2]
+    w.vel[:] = rng.normal(0.0, 4.0, (cap, 3))
+    w.yaw[:] = rng.uniform(-180.0, 180.0, cap)
+    w.pitch[:] = rng.uniform(-89.0, 89.0, cap)
+    w.alive[:] = rng.random(cap) < 0.8
+    w.active[:] = rng.random(cap) < 0.9
+    core.culler.visible[:] = rng.random((cap, cap)) < 0.6
+    core.weapons.punch_pitch_deg[:] = rng.normal(0.0, 2.0, cap)
+    core.weapons.punch_yaw_deg[:] = rng.normal(0.0, 1.0, cap)
+    core.weapons.weapon[:] = rng.integers(0, 3, cap)
+
+
+def test_aim_kernels_match_the_numpy_formulation() -> None:
+    """The compiled nearest-target search gives the numpy formulation's answers bit for bit
+    (the norm's and einsum's summation orders, argmin's first-of-equals, zero distances)."""
+    from server.core import _CHEST_M, _EYE_M
+    from world.state import view_direction
+
+    core = make_core(max_clients=128)
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        _random_world(core, rng)
+        w = core.world
+        slots = rng.permutation(w.capacity)[: rng.integers(1, 65)].astype(np.intp)
+        rad = np.radians(np.stack((w.yaw[slots], w.pitch[slots])))
+        floats, ints = core._aim_kernels(slots, np.stack((np.cos(rad), np.sin(rad))), 0)
+
+        eye = w.pos[slots].copy()
+        eye[:, 2] += _EYE_M[w.stance[slots]]
+        view = view_direction(w.yaw[slots], w.pitch[slots])
+        chest = w.pos.copy()
+        chest[:, 2] += _CHEST_M[w.stance]
+        to_t = chest[None, :, :] - eye[:, None, :]
+        dist = np.linalg.norm(to_t, axis=2)
+        cosang = np.einsum("kj,knj->kn", view, to_t) / np.maximum(dist, 1e-9)
+        angle = np.degrees(np.arccos(np.clip(cosang, -1.0, 1.0)))
+        candidates = core.culler.visible[slots] & w.alive[None, :] & w.active[None, :]
+        candidates[np.arange(len(slots)), slots] = False
+        angle = np.where(candidates, angle, np.inf)
+        best = np.argmin(angle, axis=1)
+        rows = np.arange(len(slots))
+        has = np.isfinite(angle[rows, best])
+        assert np.array_equal(ints[0], np.where(has, best, -1))
+        # Within rounding, not bit for bit: numpy's summation order may follow the CPU's SIMD width.
+        np.testing.assert_allclose(floats[3], np.where(has, angle[rows, best], 180.0), rtol=1e-12, atol=1e-9)
+        np.testing.assert_allclose(floats[4], np.where(has, dist[rows, best], 0.0), rtol=1e-12, atol=1e-12)
+        assert floats[2].tobytes() == np.hypot(w.vel[slots, 0], w.vel[slots, 1]).tobytes()
+        assert floats[0].tobytes() == core.weapons.punch_pitch_deg[slots].tobytes()
+        assert np.array_equal(ints[1], core.weapons.weapon[slots]) and np.array_equal(ints[2], w.stance[slots])
+
+
+def test_snapshot_frames_encode_what_each_message_would() -> None:
+    """Datagrams cut from the shared frame are byte for byte the encoded Snapshot messages built
+    from the world for each client: own state, records in slot order, baits, parts."""
+    from server.entity_block import EntityFlags, make_entities, split_entities
+
+    core = make_core(max_clients=128)
+    rng = np.random.default_rng(3)
+    _random_world(core, rng)
+    w, weapons = core.world, core.weapons
+    weapons.weapon[:] = rng.integers(0, 4, w.capacity)
+    weapons.ammo[:] = rng.integers(0, 30, weapons.ammo.shape)
+    weapons.reserve[:] = rng.integers(0, 90, weapons.reserve.shape)
+    w.health[:] = rng.uniform(0.0, 100.0, w.capacity).astype(np.float32)
+    limits = core.config.protocol
+    baits = [(200, (1.5, 2.0, 2.15)), (201, (-3.25, 4.0, 2.15))]
+    for slot, n_targets, slot_baits, seq in ((0, 0, [], -1), (5, 12, baits[:1], 7), (9, 70, baits, 12345)):
+        targets = np.sort(rng.choice(np.arange(10, w.capacity), n_targets, replace=False))
+        got = core.snapshots.build(w, weapons, slot, targets, baits=slot_baits, tick=42, server_time_s=0.328125,
+                                   last_cmd_seq=seq)
+        held = int(weapons.weapon[slot])
+        own = proto.OwnState(
+            pos=tuple(float(v) for v in w.pos[slot]), vel=tuple(float(v) for v in w.vel[slot]),
+            yaw_deg=float(w.yaw[slot]), pitch_deg=float(w.pitch[slot]), health=float(w.health[slot]), weapon=held,
+            ammo=int(weapons.ammo[slot, held]) if held else 0, reserve=int(weapons.reserve[slot, held]) if held else 0,
+            stance=int(w.stance[slot]), on_ground=bool(w.on_ground[slot]), alive=bool(w.alive[slot]),
+        )
+        flags = np.where(w.alive[targets], int(EntityFlags.ALIVE), 0) | np.where(
+            w.stance[targets] == 1, int(EntityFlags.CROUCHING), 0)
+        records = make_entities(targets, flags, w.pos[targets], w.vel[targets], w.yaw[targets], w.pitch[targets],
+                                weapons.weapon[targets], w.health[targets])
+        if slot_baits:
+            n = len(slot_baits)
+            records = np.concatenate([records, make_entities(
+                np.array([b[0] for b in slot_baits]), np.full(n, int(EntityFlags.ALIVE | EntityFlags.NOT_RENDERED)),
+                np.array([b[1] for b in slot_baits]), np.zeros((n, 3)), np.zeros(n), np.zeros(n),
+                np.zeros(n, dtype=np.int64), np.full(n, 100.0))])
+        parts = split_entities(records, proto.max_entities_per_snapshot(limits))
+        want = [
+            proto.encode(proto.Snapshot(tick=42, server_time_s=0.328125, last_cmd_seq=seq if seq >= 0 else None,
+                                        own=own, entities=part.tobytes(), part=i, part_count=len(parts)), limits)
+            for i, part in enumerate(parts)
+        ]
+        assert got == want

@@ -365,3 +365,101 @@ def test_crouching_claims_judged_against_crouch_speed(wall_geometry: MapGeometry
     for _ in range(32):
         server.step(crouch, scaled(1.0 / 0.34))
     assert server.evidence and all(e.kind is MovementKind.SPEED for e in server.evidence)
+
+
+def _timer_reference(
+    t: TimerBalance, sl: np.ndarray, n: np.ndarray, dt: float, now_s: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The numpy formulation the compiled timer kernel replaced: (accepted, ms ahead of flagged slots)."""
+    cfg = t.config
+    dtv = np.full(len(sl), dt)
+    last = t.last_now_s[sl]
+    fresh = np.isnan(last)
+    last = np.where(fresh, now_s, last)
+    bal = np.where(fresh, 0.0, t.balance_s[sl]) - (now_s - last)
+    forgive = np.where(now_s > t.forgive_until_s[sl], 0.0, t.forgive_s[sl])
+    forgive_until = t.forgive_until_s[sl]
+    floor = -cfg.timer_lag_floor_s
+    clamped = np.maximum(floor - bal, 0.0)
+    was = clamped > 0.0
+    forgive = np.where(was, np.minimum(forgive + clamped, cfg.timer_forgive_cap_s), forgive)
+    forgive_until = np.where(was, now_s + cfg.timer_forgive_window_s, forgive_until)
+    bal = np.maximum(bal, floor)
+    room = np.floor((cfg.timer_drift_allowance_s - bal) / dtv + 1e-9)
+    accepted = np.clip(room, 0, n).astype(np.int64)
+    excess = n - accepted
+    ahead_ms = (bal + n * dtv) * 1000.0
+    bal = bal + accepted * dtv
+    silent = np.minimum(excess, np.floor(forgive / dtv + 1e-9).astype(np.int64))
+    forgive = np.maximum(forgive - silent * dtv, 0.0)
+    t.balance_s[sl], t.last_now_s[sl], t.forgive_s[sl], t.forgive_until_s[sl] = bal, now_s, forgive, forgive_until
+    t.dropped[sl] += excess
+    t.forgiven[sl] += silent
+    return accepted, np.where(excess - silent > 0, ahead_ms, np.nan)
+
+
+def test_timer_kernel_matches_the_numpy_formulation() -> None:
+    rng = np.random.default_rng(11)
+    got, want = TimerBalance(16), TimerBalance(16)
+    now = 0.0
+    for _ in range(400):
+        now += float(rng.choice([0.0, DT, 2 * DT, 0.3]))
+        sl = np.sort(rng.choice(16, int(rng.integers(1, 17)), replace=False))
+        n = rng.integers(0, 30, len(sl))
+        accepted, evidence = got.on_commands_batch(sl, n, DT, now)
+        ref_accepted, ref_ahead = _timer_reference(want, sl, n, DT, now)
+        assert accepted.tolist() == ref_accepted.tolist()
+        assert [(e.player, e.value) for e in evidence] == [
+            (int(s), float(v)) for s, v in zip(sl, ref_ahead, strict=True) if not np.isnan(v)
+        ]
+        for name in ("balance_s", "last_now_s", "forgive_s", "forgive_until_s", "dropped", "forgiven"):
+            assert getattr(got, name).tobytes() == getattr(want, name).tobytes(), name
+
+
+def test_validate_batches_is_validate_batch_after_batch(wall_geometry: MapGeometry) -> None:
+    """Validating several rounds in one call leaves every verdict, evidence and counter where
+    one call per round would: accepted, desync, speed, teleport, wall clip, NaN and pending claims."""
+    rng = np.random.default_rng(5)
+    k = 12
+    one, many = MovementValidator(k), MovementValidator(k)
+    pos = np.column_stack([rng.uniform(-40.0, -10.0, k), rng.uniform(-30.0, 30.0, k), np.zeros(k)])
+    vel = np.zeros((k, 3))
+    ground = np.ones(k, dtype=bool)
+    stance = np.zeros(k, dtype=np.int8)
+    verdicts: set[int] = set()
+    for tick in range(60):
+        now = tick * DT
+        rounds = []
+        for _ in range(int(rng.integers(1, 4))):
+            sl = np.sort(rng.choice(k, int(rng.integers(1, k + 1)), replace=False))
+            m = len(sl)
+            cmd = MoveCommands(rng.uniform(-1, 1, m), rng.uniform(-1, 1, m), rng.uniform(-180, 180, m), np.zeros(m),
+                               rng.choice([0, int(Buttons.CROUCH), int(Buttons.JUMP)], m), np.full(m, DT))
+            res = simulate(pos[sl], vel[sl], ground[sl], stance[sl], cmd, SPEED, wall_geometry)
+            claimed = res.pos + rng.choice([0.0, 0.01, 0.2, 1.0], (len(sl), 1)) * rng.normal(size=(len(sl), 3))
+            claimed[rng.random(len(sl)) < 0.05] = (WALL_X + 1.0, 0.0, 0.0)  # through the wall
+            claimed[rng.random(len(sl)) < 0.05] += 60.0  # a teleport
+            claimed[rng.random(len(sl)) < 0.03, 1] = np.nan
+            rounds.append((sl, pos[sl], vel[sl], ground[sl], cmd, res, claimed))
+            pos[sl], vel[sl], ground[sl], stance[sl] = res.pos, res.vel, res.on_ground, res.stance
+        want = [one.validate(sl, p, v, g, cmd, res, c, SPEED, wall_geometry, tick, now)
+                for sl, p, v, g, cmd, res, c in rounds]
+        cols = list(zip(*rounds, strict=True))
+        cmd_all = MoveCommands(*(np.concatenate([getattr(c, f) for c in cols[4]]) for f in
+                                 ("forward_move", "side_move", "yaw_deg", "pitch_deg", "buttons", "dt_s")))
+        got = many.validate_batches(
+            [len(sl) for sl in cols[0]], np.concatenate(cols[0]), np.concatenate(cols[1]), np.concatenate(cols[2]),
+            np.concatenate(cols[3]), cmd_all, np.concatenate([r.pos for r in cols[5]]), np.concatenate(cols[6]),
+            SPEED, wall_geometry, tick, now,
+        )
+        for g_out, w_out in zip(got, want, strict=True):
+            verdicts.update(w_out.verdict.tolist())
+            assert g_out.evidence == w_out.evidence
+            for f in ("pos", "accepted", "setback", "deviation_m", "verdict"):
+                assert getattr(g_out, f).tobytes() == getattr(w_out, f).tobytes(), f
+        if tick % 7 == 0:
+            for v in (one, many):
+                v.acknowledge(np.arange(0, k, 3))
+    for name in ("advantage_m", "pending_since_s", "last_claim", "claim_valid", "desyncs", "rejected", "suppressed"):
+        assert getattr(many, name).tobytes() == getattr(one, name).tobytes(), name
+    assert set(Verdict) - {Verdict.SPEED} <= verdicts

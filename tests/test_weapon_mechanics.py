@@ -245,6 +245,41 @@ def test_advance_is_vectorised_over_slots() -> None:
     assert ws.ammo[:, int(P)].tolist() == [6, 7, 6]
 
 
+def _random_weapons(rng: np.random.Generator, n: int = 16) -> WeaponState:
+    ws = WeaponState(n)
+    ids = [int(w) for w in WEAPONS]
+    for s in range(n):
+        ws.spawn(s, [int(w) for w in rng.choice(ids, 2, replace=False)], 0.0)
+    ws.punch_pitch_deg[:] = rng.choice([0.0, 1.0, -2.5], n) * rng.random(n)
+    ws.punch_yaw_deg[:] = rng.choice([0.0, 1.0, -0.5], n) * rng.random(n)
+    ws.punch_time_s[:] = rng.uniform(0.0, 1.0, n)
+    held = ws.weapon.astype(np.intp)
+    ws.ammo[np.arange(n), held] = rng.integers(0, 5, n)
+    ws.reload_end_s[:] = np.where(rng.random(n) < 0.5, rng.uniform(0.0, 1.0, n), np.nan)
+    return ws
+
+
+_WEAPON_ARRAYS = ("punch_pitch_deg", "punch_yaw_deg", "punch_time_s", "reload_end_s", "ammo", "reserve")
+
+
+def test_compiled_advance_matches_the_numpy_formulation() -> None:
+    """advance_slots (compiled) leaves every array as _recover then _finish_reloads (numpy) would,
+    bit for bit; a slot named twice gets numpy's last-write-wins semantics."""
+    rng = np.random.default_rng(2)
+    for trial in range(50):
+        seed = int(rng.integers(1 << 30))
+        got, want = _random_weapons(np.random.default_rng(seed)), _random_weapons(np.random.default_rng(seed))
+        slots = rng.choice(16, int(rng.integers(1, 17)), replace=trial % 5 == 0)
+        now = rng.uniform(0.0, 1.5, len(slots))
+        got.advance_slots(slots, now)
+        want._recover(slots, now)
+        want._finish_reloads(slots, now)
+        for name in _WEAPON_ARRAYS:
+            assert getattr(got, name).tobytes() == getattr(want, name).tobytes(), name
+    with pytest.raises(ValueError):
+        got.advance_slots(np.array([0]), np.array([np.nan]))
+
+
 def test_sync_to_world() -> None:
     world = WorldState()
     ws = WeaponState(world.capacity)
