@@ -17,7 +17,7 @@ Batched evaluation. Aim samples are most of the event stream (one per applied co
 so ``on_aim`` only checks the skip conditions (the decision is cached until the player's latest
 ConnectionSample changes) and packs the sample's few numeric fields into the player's pending
 buffer. Every ``batch_samples`` (K) pending samples, when ``result`` is asked, and on ``flush``,
-the pending samples are analysed at once with numpy: per-sample flags (visible, snap, jitter, tracking, on
+the pending samples are analysed at once (two compiled kernels and numpy): per-sample flags (visible, snap, jitter, tracking, on
 target, micro-correction) exactly as a sample-by-sample analysis defines them, carried across
 batch boundaries (previous command, velocity, step, last shot, continuity breaks), then the window
 totals *at every sample of the batch* (running totals plus a cumulative sum of entries minus
@@ -60,6 +60,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from anticheat.detector import NO_DETECTIONS, Detector
@@ -231,6 +232,149 @@ _NO_ROWS = np.zeros(0, dtype=np.int64)
 _UNSET = object()
 
 
+# The two compiled kernels below do the per-sample arithmetic of a batch in one call each: the
+# numpy version spent most of a batch's ~50 us in the fixed cost of its ~60 small calls, and all
+# 64 players of a match fill their batch on the same tick. They perform the numpy version's
+# operations in the same order (IEEE double, no fast-math): sin, cos, hypot and the degree
+# conversions give numpy's results bit for bit; arcsin and arctan2 do not (libm vs numpy's own),
+# so those two stay numpy calls between the kernels. min / max are conditional expressions that
+# keep np.minimum / np.maximum's choice on NaN and ties.
+# ruff: noqa: FURB136
+
+
+@numba.njit(cache=True, nogil=True)
+def _motion_kernel(
+    raw: np.ndarray, m: int, max_gap_s: float, min_dt_s: float, frame_s: float,
+    has_prev: np.ndarray, to_frame: np.ndarray, h: np.ndarray, vx: np.ndarray, vy: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """Continuity, frame scale, haversine term (before its arcsin) and angular velocity of rows
+    1..m of ``raw`` against their predecessors."""
+    rp0 = math.radians(raw[0, _PITCH])
+    cos0 = math.cos(rp0)
+    for i in range(m):
+        gap = raw[i + 1, _T] - raw[i, _T]
+        dyaw = raw[i + 1, _YAW] - raw[i, _YAW]
+        dpitch = raw[i + 1, _PITCH] - raw[i, _PITCH]
+        has_prev[i] = gap >= 0.0 and gap <= max_gap_s
+        scale = frame_s / (min_dt_s if gap < min_dt_s else gap)
+        to_frame[i] = scale
+        p0 = raw[i, _PITCH]
+        p1 = raw[i + 1, _PITCH]
+        rp1 = math.radians(p1)
+        cos1 = math.cos(rp1)
+        hh = math.sin((rp1 - rp0) / 2.0)
+        hh *= hh
+        sy = math.sin(math.radians(dyaw) / 2.0)
+        sy *= sy
+        cc = cos0 * cos1
+        rp0 = rp1  # (each pitch's radians and cosine serve two steps)
+        cos0 = cos1
+        cc *= sy
+        hh += cc
+        hh = 1.0 if hh > 1.0 else hh
+        hh = 0.0 if hh < 0.0 else hh
+        h[i] = math.sqrt(hh)
+        cos_p = math.cos(math.radians((p0 + p1) * 0.5))
+        v = dyaw + 180.0
+        if not 0.0 <= v < 360.0:  # (x % 360 is x itself inside the range, as numpy's modulo)
+            v = v % 360.0
+        v -= 180.0
+        v *= cos_p
+        v *= scale
+        vx[i] = v
+        vy[i] = dpitch * scale
+
+
+@numba.njit(cache=True, nogil=True)
+def _flag_kernel(
+    raw: np.ndarray, m: int, speed: np.ndarray, step_x: np.ndarray, vx_x: np.ndarray, vy_x: np.ndarray,
+    has_prev: np.ndarray, slow0: bool, cone: np.ndarray, flags: np.ndarray, slow: np.ndarray,
+    snap_deg_per_frame: float, snap_on_target_deg: float, flick_deg_per_frame: float, still_deg: float,
+    engage_cone_deg: float, track_min_deg_per_frame: float, min_cone_deg: float,
+) -> bool:  # pragma: no cover - compiled
+    """Visible, snap, jitter, tracking and on-target flags of rows 1..m of ``raw`` into
+    ``flags`` (``cone``: the angle the chest spans at each row's target distance); ``slow`` gets
+    each row's flick-free measured step. Returns whether any row snapped. ``*_x`` arrays hold the
+    carried value at index 0."""
+    snapped = False
+    prev_slow = slow0
+    for i in range(m):
+        target = raw[i + 1, _TARGET]
+        visible = not math.isnan(target)
+        sp = speed[i]
+        hp = has_prev[i]
+        snap = sp >= snap_deg_per_frame and raw[i + 1, _TANGLE] <= snap_on_target_deg and visible and hp
+        snapped |= snap
+        is_slow = sp < flick_deg_per_frame and hp
+        slow[i] = is_slow
+        s1 = step_x[i + 1]
+        s0 = step_x[i]
+        biggest = s1 if (s1 >= s0 or math.isnan(s1)) else s0
+        jittered = is_slow and prev_slow and biggest > still_deg
+        prev_slow = is_slow
+        jitter = math.hypot(vx_x[i + 1] - vx_x[i], vy_x[i + 1] - vy_x[i])
+        jitter /= _JITTER_QUANTUM
+        track = (raw[i + 1, _TARGET] - raw[i, _TARGET] == 0.0 and raw[i, _TANGLE] <= engage_cone_deg
+                 and is_slow and sp >= track_min_deg_per_frame)
+        flags[_VISIBLE, i] = visible
+        flags[_SNAP, i] = snap
+        flags[_JITTER_N, i] = jittered
+        flags[_JITTER, i] = np.rint(jitter) if jittered else 0.0
+        flags[_TRACK, i] = track
+        c = cone[i]
+        widest = min_cone_deg if min_cone_deg >= c else c
+        flags[_ON_TRACK, i] = track and raw[i + 1, _TANGLE] <= widest
+    return snapped
+
+
+@numba.njit(cache=True, nogil=True)
+def _micro_kernel(
+    raw: np.ndarray, m: int, first: int, fired_before: int, last_break: int, cut: np.ndarray,
+    has_prev: np.ndarray, speed: np.ndarray, after: int, still_deg: float, micro_max_deg_per_frame: float,
+    rows: np.ndarray,
+) -> tuple[int, int]:  # pragma: no cover - compiled
+    """Micro-corrections: measured steps within ``after`` commands after a command that fired,
+    with no continuity break (``last_break``, then the pending positions ``cut``, ascending)
+    since that command, among rows 1..m of ``raw``. Writes their indices (0..m-1) to ``rows``; returns (their count, index of the last
+    sample that fired, ``fired_before`` when none did)."""
+    last_fire = fired_before  # the last shot strictly before row i
+    brk = last_break  # the last continuity break at or before row i
+    c = 0
+    k = 0
+    for i in range(m):
+        idx = first + i
+        while c < cut.size and cut[c] == i:  # (two breaks may fall before the same sample)
+            brk = idx if idx > brk else brk
+            c += 1
+        sp = speed[i]
+        if (idx - last_fire <= after and last_fire >= brk and has_prev[i]
+                and sp > still_deg and sp < micro_max_deg_per_frame):
+            rows[k] = i
+            k += 1
+        if int(raw[i + 1, _BUTTONS]) & _FIRE:
+            last_fire = idx
+    return k, last_fire
+
+
+_warmed = False
+
+
+def _warm_kernels(detector: AimStatsDetector) -> None:
+    """Compile (or load from numba's cache) the kernels now, not inside a tick, for the argument
+    types of a real batch (a strided view is another signature than a contiguous array): analyse
+    a throwaway window of two samples, the second one fired."""
+    global _warmed
+    if _warmed:
+        return
+    w = _PlayerWindow(-1, 4, 4, 2)
+    _RAW.pack_into(w.raw_bytes, _RAW.size, 0.0, 0.0, 0.0, 1.0, 1.0, 5.0, 0.0, 0.0)
+    _RAW.pack_into(w.raw_bytes, 2 * _RAW.size, 0.01, 1.0, 0.5, 1.0, 1.0, 5.0, float(_FIRE), 1.0)
+    w.m = 2
+    w.breaks.append(1)
+    detector._flush(w)
+    _warmed = True
+
+
 def _room(buf: np.ndarray, end: int, keep: int, m: int) -> int:
     """Make room for ``m`` more entries after ``buf[..., :end]`` (last axis), moving its last
     ``keep`` entries to the front when needed; returns the new end. The buffers have ``2 K`` spare
@@ -338,6 +482,7 @@ class AimStatsDetector(Detector):
         self.skipped: Counter[str] = Counter()
         cfg = self.config
         self._batch = cfg.batch_samples
+        _warm_kernels(self)
         # The jitter and tracking parts are at most their (positive) weights: when those alone
         # cannot exceed the threshold, a window without the snap part is never suspicious.
         self._needs_snap = max(cfg.jitter_weight, 0.0) + max(cfg.tracking_weight, 0.0) <= cfg.suspicious_score
@@ -437,9 +582,9 @@ class AimStatsDetector(Detector):
         """Analyse the pending samples: flags, window totals, score at every sample, detections.
 
         The flags follow the sample-by-sample definitions (carried state at index 0 of the ``*_x``
-        arrays). A numpy call costs about a microsecond whatever its size, so the code below keeps
-        their number low and skips what cannot matter (snaps, tracking cones, micro-corrections,
-        per-sample scores) when nothing in the batch needs it.
+        arrays). The per-sample work is in the compiled kernels (a numpy call costs about a
+        microsecond whatever its size); the rest skips what cannot matter (per-sample scores)
+        when nothing in the batch needs it.
         """
         m = w.m
         breaks = w.breaks
@@ -454,38 +599,30 @@ class AimStatsDetector(Detector):
         carry = w.carry
         if not carry:
             w.raw[0] = w.raw[1]  # a stand-in: the first sample has no predecessor
-        raw = w.raw[: m + 1].T
+        rows = w.raw[: m + 1]
+        raw = rows.T
         now = raw[:, 1:]  # the batch's fields
-        diff = now - raw[:, :-1]  # change of every field since the previous command
-        gap, dyaw, dpitch = diff[_T], diff[_YAW], diff[_PITCH]
-        pitch = raw[_PITCH]
-        ta = now[_TANGLE]
-        target = now[_TARGET]
 
-        # Continuity with the previous command.
-        has_prev = gap >= 0.0
-        has_prev &= gap <= cfg.max_gap_s
+        # Continuity with the previous command, frame scale (deg per 60 fps frame), the angular
+        # step's haversine term and the angular velocity (deg/frame: yaw wrapped to [-180, 180)
+        # and scaled by the cosine of the mean pitch). Arrays named ``*_x`` hold the previous
+        # command's carried value at index 0.
+        has_prev = np.empty(m, dtype=np.bool_)
+        to_frame = np.empty(m)
+        h = np.empty(m)
+        vx_x = np.empty(m + 1)
+        vx_x[0] = w.vx
+        vx = vx_x[1:]
+        vy_x = np.empty(m + 1)
+        vy_x[0] = w.vy
+        vy = vy_x[1:]
+        _motion_kernel(rows, m, cfg.max_gap_s, cfg.min_dt_s, cfg.frame_s, has_prev, to_frame, h, vx, vy)
         if not carry:
             has_prev[0] = False
         cut = [b for b in breaks if b < m]
         if cut:
             has_prev[cut] = False
-        # Angular step (haversine, as ``angular_step_deg``) and speed in deg per 60 fps frame.
-        # Arrays named ``*_x`` hold the previous command's carried value at index 0.
-        to_frame = np.maximum(gap, cfg.min_dt_s)
-        np.divide(cfg.frame_s, to_frame, out=to_frame)
-        rp = np.radians(pitch)
-        cos_rp = np.cos(rp)
-        h = np.sin((rp[1:] - rp[:-1]) / 2.0)
-        h *= h
-        sy = np.sin(np.radians(dyaw) / 2.0)
-        sy *= sy
-        cc = cos_rp[:-1] * cos_rp[1:]
-        cc *= sy
-        h += cc
-        np.minimum(h, 1.0, out=h)
-        np.maximum(h, 0.0, out=h)
-        np.sqrt(h, out=h)
+        # Angular step (haversine, as ``angular_step_deg``; arcsin is numpy's, see the kernels).
         step_x = np.empty(m + 1)
         step_x[0] = w.step
         step = step_x[1:]
@@ -493,92 +630,32 @@ class AimStatsDetector(Detector):
         step *= 2.0
         np.degrees(step, out=step)
         speed = step * to_frame
-        # Angular velocity (deg/frame): yaw wrapped to [-180, 180) and scaled by the cosine of the
-        # mean pitch.
-        cos_p = pitch[:-1] + pitch[1:]
-        cos_p *= 0.5
-        np.radians(cos_p, out=cos_p)
-        np.cos(cos_p, out=cos_p)
-        vx_x = np.empty(m + 1)
-        vx_x[0] = w.vx
-        vx = vx_x[1:]
-        np.add(dyaw, 180.0, out=vx)
-        if not 0.0 <= vx.min() <= vx.max() < 360.0:  # (the modulo is slow; usually a no-op)
-            vx %= 360.0
-        vx -= 180.0
-        vx *= cos_p
-        vx *= to_frame
-        vy_x = np.empty(m + 1)
-        vy_x[0] = w.vy
-        vy = vy_x[1:]
-        np.multiply(dpitch, to_frame, out=vy)
 
-        # Per-sample flags, one row each, written straight into the history.
+        # Per-sample flags, one row each, written straight into the history. Jitter: change of
+        # angular velocity between two flick-free measured steps, unless both steps are below
+        # ``still_deg`` (mouse untouched). Tracking: a flick-free turn while engaged with the
+        # same target; on target inside the cone the chest spans at the target's distance
+        # (arctan2 is numpy's, see the kernels; computed for every row, used for tracking rows).
+        cone = np.maximum(now[_DIST], 1e-3)
+        np.arctan2(cfg.target_radius_m, cone, out=cone)
+        np.degrees(cone, out=cone)
         end = _room(w.hist, w.end, n, m)
         flags = w.hist[:, end : end + m]
-        visible = target == target  # not nan
-        flags[_VISIBLE] = visible
-        snap = speed >= cfg.snap_deg_per_frame
-        snapped = bool(snap.any())  # (rare: skip the rest when no turn is that fast)
-        if snapped:
-            snap &= ta <= cfg.snap_on_target_deg
-            snap &= visible
-            snap &= has_prev
-            snapped = bool(snap.any())
-        flags[_SNAP] = snap
-        # Jitter: change of angular velocity between two flick-free measured steps, unless both
-        # steps are below ``still_deg`` (mouse untouched).
-        slow_x = np.empty(m + 1, dtype=bool)
-        slow_x[0] = w.slow and carry
-        slow = slow_x[1:]
-        np.less(speed, cfg.flick_deg_per_frame, out=slow)
-        slow &= has_prev
-        jittered = slow & slow_x[:-1]
-        jittered &= np.maximum(step, step_x[:-1]) > cfg.still_deg
-        flags[_JITTER_N] = jittered
-        jitter = np.hypot(vx - vx_x[:-1], vy - vy_x[:-1])
-        jitter /= _JITTER_QUANTUM
-        np.rint(jitter, out=jitter)
-        flags[_JITTER] = np.where(jittered, jitter, 0.0)
-        # Tracking: a flick-free turn while engaged with the same target; on target inside the
-        # cone the chest spans at the target's distance.
-        track = diff[_TARGET] == 0.0  # the same target (never nan: none)
-        track &= raw[_TANGLE, :-1] <= cfg.engage_cone_deg
-        track &= slow
-        track &= speed >= cfg.track_min_deg_per_frame
-        flags[_TRACK] = track
-        on_track = flags[_ON_TRACK]
-        on_track[:] = 0.0
-        track_rows = np.flatnonzero(track)
-        if track_rows.size:
-            dist = now[_DIST][track_rows]
-            cone = np.degrees(np.arctan2(cfg.target_radius_m, np.maximum(dist, 1e-3)))
-            on_track[track_rows] = ta[track_rows] <= np.maximum(cfg.min_cone_deg, cone)
+        slow = np.empty(m, dtype=np.bool_)
+        snapped = _flag_kernel(
+            rows, m, speed, step_x, vx_x, vy_x, has_prev, w.slow and carry, cone, flags, slow,
+            cfg.snap_deg_per_frame, cfg.snap_on_target_deg, cfg.flick_deg_per_frame, cfg.still_deg,
+            cfg.engage_cone_deg, cfg.track_min_deg_per_frame, cfg.min_cone_deg,
+        )
         # Micro-corrections: measured steps within ``micro_after_shot_samples`` commands after a
         # command that fired, with no continuity break since that command.
-        fire_rows = np.flatnonzero(now[_BUTTONS].astype(np.int64) & _FIRE)
-        after = cfg.micro_after_shot_samples
         fired_before = w.last_fire
-        if fire_rows.size:
-            w.last_fire = first + int(fire_rows[-1])
-        if fire_rows.size or fired_before >= first - after:
-            idx = np.arange(first, first + m)
-            mark = np.full(m + 1, _NEVER, dtype=np.int64)
-            mark[0] = fired_before
-            mark[fire_rows + 1] = idx[fire_rows]
-            last_fire = np.maximum.accumulate(mark)[:-1]  # the last shot strictly before each row
-            micro = idx - last_fire <= after
-            if cut or w.last_break > fired_before:
-                brk = np.full(m, w.last_break, dtype=np.int64)
-                brk[cut] = idx[cut]
-                micro &= last_fire >= np.maximum.accumulate(brk)
-            micro &= has_prev
-            micro &= speed > cfg.still_deg
-            micro &= speed < cfg.micro_max_deg_per_frame
-            micro_rows = np.flatnonzero(micro)
-        else:
-            micro_rows = _NO_ROWS
-        k = micro_rows.size
+        micro_rows = np.empty(m, dtype=np.int64)
+        k, w.last_fire = _micro_kernel(
+            rows, m, first, fired_before, w.last_break, np.array(cut, dtype=np.int64), has_prev, speed,
+            cfg.micro_after_shot_samples, cfg.still_deg, cfg.micro_max_deg_per_frame, micro_rows,
+        )
+        micro_rows = micro_rows[:k]
         micro_end0 = w.micro_end
         if k:
             micro_end0 = _room(w.micro, w.micro_end, cfg.micro_ring, k)

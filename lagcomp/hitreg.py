@@ -29,16 +29,26 @@ Units: meters, seconds, degrees.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from typing import Protocol
 
+import numba
 import numpy as np
 
 from lagcomp.config import HitregConfig
 from lagcomp.history import TickHistory
 from lagcomp.shot import RewindDecision, ShotClaim, ShotResult
 from world.constants import CROUCHING_EYE_M, STANDING_EYE_M
-from world.hitbox import BONE_IDS, BOUND_RADIUS, BOUND_ZMAX, BOUND_ZMIN, LOCAL_A, LOCAL_B, NUM_BONES, RADIUS
+from world.hitbox import (
+    BONE_IDS,
+    BOUND_RADIUS,
+    BOUND_ZMAX,
+    BOUND_ZMIN,
+    LOCAL_A,
+    LOCAL_B,
+    RADIUS,
+)
 from world.state import WorldState
 from world.weapons import weapon as weapon_spec
 
@@ -54,6 +64,8 @@ _BOUND_R_MAX = float(np.max(BOUND_RADIUS))
 # Bounding sphere of every bone capsule (stance, bone): centre and squared radius, with 1 mm to
 # spare so rounding never culls a grazing hit.
 _MIDX, _MIDY, _MIDZ = ((_LAX + _LBX) / 2.0, (_LAY + _LBY) / 2.0, (_LAZ + _LBZ) / 2.0)
+_RADIUS = np.ascontiguousarray(RADIUS, dtype=np.float64)
+_BOUND_RADIUS, _BOUND_ZMIN, _BOUND_ZMAX = (np.ascontiguousarray(b, dtype=np.float64) for b in (BOUND_RADIUS, BOUND_ZMIN, BOUND_ZMAX))
 _SPHERE_R2 = (np.sqrt((_LBX - _LAX) ** 2 + (_LBY - _LAY) ** 2 + (_LBZ - _LAZ) ** 2) / 2.0 + RADIUS + 1e-3) ** 2
 
 
@@ -222,99 +234,54 @@ def shots_from_state(
     return ShotBatch.build(sh, eye_positions(state, sh), direction, time_s, ranges, w, pellet)
 
 
-def ray_capsules(
-    ox: np.ndarray,
-    oy: np.ndarray,
-    oz: np.ndarray,
-    dx: np.ndarray,
-    dy: np.ndarray,
-    dz: np.ndarray,
-    ax: np.ndarray,
-    ay: np.ndarray,
-    az: np.ndarray,
-    bx: np.ndarray,
-    by: np.ndarray,
-    bz: np.ndarray,
-    r: np.ndarray,
-) -> np.ndarray:
-    """Distance (m) along unit rays to their entry into capsules, component planes broadcasting.
-
-    The same quadratic as ``world.hitbox.ray_capsule`` (body of the capsule, then its end
-    spheres), written per component: on (pairs, bones) planes this avoids einsum over a length-3
-    axis, which dominated the narrow phase. inf where the ray misses or starts inside.
-    """
-    bax, bay, baz = bx - ax, by - ay, bz - az
-    oax, oay, oaz = ox - ax, oy - ay, oz - az
-    baba = bax * bax + bay * bay + baz * baz
-    bard = bax * dx + bay * dy + baz * dz
-    baoa = bax * oax + bay * oay + baz * oaz
-    rdoa = dx * oax + dy * oay + dz * oaz
-    oaoa = oax * oax + oay * oay + oaz * oaz
-    r2 = r * r
-    big_a = baba - bard * bard
-    big_b = baba * rdoa - baoa * bard
-    big_c = baba * oaoa - baoa * baoa - r2 * baba
-    h = big_b * big_b - big_a * big_c
-    inf = np.inf
-    with np.errstate(invalid="ignore", divide="ignore"):
-        body_ok = (h >= 0.0) & (big_a > 1e-12)
-        t_body = (-big_b - np.sqrt(np.where(body_ok, h, 0.0))) / np.where(body_ok, big_a, 1.0)
-        y = baoa + t_body * bard
-        t_body = np.where(body_ok & (y > 0.0) & (y < baba) & (t_body >= 0.0), t_body, inf)
-        # End sphere at a: o - a is oa.
-        cc = oaoa - r2
-        hh = rdoa * rdoa - cc
-        ok = (hh >= 0.0) & (cc > 0.0)
-        t_a = -rdoa - np.sqrt(np.where(ok, hh, 0.0))
-        t_a = np.where(ok & (t_a >= 0.0), t_a, inf)
-        # End sphere at b.
-        obx, oby, obz = ox - bx, oy - by, oz - bz
-        bb = dx * obx + dy * oby + dz * obz
-        cc = obx * obx + oby * oby + obz * obz - r2
-        hh = bb * bb - cc
-        ok = (hh >= 0.0) & (cc > 0.0)
-        t_b = -bb - np.sqrt(np.where(ok, hh, 0.0))
-        t_b = np.where(ok & (t_b >= 0.0), t_b, inf)
-    return np.minimum(t_body, np.minimum(t_a, t_b))
-
-
-def _cylinder_overlap(
-    qx: np.ndarray,
-    qy: np.ndarray,
-    qz: np.ndarray,
-    dx: np.ndarray,
-    dy: np.ndarray,
-    dz: np.ndarray,
-    radius: np.ndarray,
-    zmin: np.ndarray,
-    zmax: np.ndarray,
-    t_max: np.ndarray,
-) -> np.ndarray:
-    """Does the ray t*d, t in [0, t_max], meet the vertical cylinder around q (relative feet position)?
-
-    The cylinder has ``radius`` and spans z in [qz + zmin, qz + zmax] (m). Exact up to rounding
-    (callers add a margin to the radius).
-    """
-    h2 = dx * dx + dy * dy
-    dot = qx * dx + qy * dy
-    c2 = qx * qx + qy * qy - radius * radius
-    disc = dot * dot - h2 * c2
-    with np.errstate(invalid="ignore", divide="ignore"):
-        root = np.sqrt(np.maximum(disc, 0.0))
-        flat = h2 > 0.0
-        lo = np.where(flat, (dot - root) / np.where(flat, h2, 1.0), -np.inf)
-        hi = np.where(flat, (dot + root) / np.where(flat, h2, 1.0), np.inf)
-        ok = np.where(flat, disc >= 0.0, c2 <= 0.0)
-        moving_z = dz != 0.0
-        safe_dz = np.where(moving_z, dz, 1.0)
-        za = (qz + zmin) / safe_dz
-        zb = (qz + zmax) / safe_dz
-        zlo = np.where(moving_z, np.minimum(za, zb), -np.inf)
-        zhi = np.where(moving_z, np.maximum(za, zb), np.inf)
-        ok &= np.where(moving_z, True, (qz + zmin <= 0.0) & (0.0 <= qz + zmax))
-    lo = np.maximum(np.maximum(lo, zlo), 0.0)
-    hi = np.minimum(np.minimum(hi, zhi), t_max)
-    return ok & (lo <= hi)
+@numba.njit(cache=True, nogil=True)
+def _cylinder_kernel(
+    pos: np.ndarray, o: np.ndarray, d: np.ndarray, stance: np.ndarray, t_max: np.ndarray,
+    bound_radius: np.ndarray, bound_zmin: np.ndarray, bound_zmax: np.ndarray, margin: float, out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """Does ray p, t*d for t in [0, t_max], meet the vertical bounding cylinder of the body at
+    ``pos`` (feet) relative to the ray's origin? The cylinder of the stance, widened by
+    ``margin`` (m), spans z in [feet + zmin, feet + zmax]. Exact up to rounding (hence the
+    margin). The operations and order of the numpy version it replaced (IEEE double, no
+    fast-math); min / max are written as numpy's (nan propagates, the first on ties)."""
+    inf = math.inf
+    for p in range(pos.shape[0]):
+        qx = pos[p, 0] - o[p, 0]
+        qy = pos[p, 1] - o[p, 1]
+        qz = pos[p, 2] - o[p, 2]
+        dx, dy, dz = d[p, 0], d[p, 1], d[p, 2]
+        st = stance[p]
+        radius = bound_radius[st] + margin
+        zmin = bound_zmin[st] - margin
+        zmax = bound_zmax[st] + margin
+        h2 = dx * dx + dy * dy
+        dot = qx * dx + qy * dy
+        c2 = qx * qx + qy * qy - radius * radius
+        disc = dot * dot - h2 * c2
+        root = math.sqrt(disc if (disc >= 0.0 or math.isnan(disc)) else 0.0)
+        if h2 > 0.0:
+            lo = (dot - root) / h2
+            hi = (dot + root) / h2
+            ok = disc >= 0.0
+        else:
+            lo = -inf
+            hi = inf
+            ok = c2 <= 0.0
+        if dz != 0.0:
+            za = (qz + zmin) / dz
+            zb = (qz + zmax) / dz
+            zlo = za if (za <= zb or math.isnan(za)) else zb
+            zhi = za if (za >= zb or math.isnan(za)) else zb
+        else:
+            zlo = -inf
+            zhi = inf
+            ok = ok and qz + zmin <= 0.0 and 0.0 <= qz + zmax
+        lo = lo if (lo >= zlo or math.isnan(lo)) else zlo
+        lo = lo if (lo >= 0.0 or math.isnan(lo)) else 0.0
+        hi = hi if (hi <= zhi or math.isnan(hi)) else zhi
+        tm = t_max[p]
+        hi = hi if (hi <= tm or math.isnan(hi)) else tm
+        out[p] = ok and lo <= hi
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,6 +296,93 @@ class _Winners:
     generation: np.ndarray
 
 
+@numba.njit(cache=True, nogil=True)
+def _capsule_entry(
+    ox: float, oy: float, oz: float, dx: float, dy: float, dz: float,
+    ax: float, ay: float, az: float, bx: float, by: float, bz: float, r: float,
+) -> float:  # pragma: no cover - compiled
+    """Distance (m) along a unit ray to its entry into a capsule (inf where the ray misses or
+    starts inside): the quadratic of ``world.hitbox.ray_capsule`` (body of the capsule, then its
+    end spheres), in the same operations and order as the numpy version it replaced (IEEE double,
+    no fast-math: the same bits); min is written as numpy's (the first on ties)."""
+    bax, bay, baz = bx - ax, by - ay, bz - az
+    oax, oay, oaz = ox - ax, oy - ay, oz - az
+    baba = bax * bax + bay * bay + baz * baz
+    bard = bax * dx + bay * dy + baz * dz
+    baoa = bax * oax + bay * oay + baz * oaz
+    rdoa = dx * oax + dy * oay + dz * oaz
+    oaoa = oax * oax + oay * oay + oaz * oaz
+    r2 = r * r
+    big_a = baba - bard * bard
+    big_b = baba * rdoa - baoa * bard
+    big_c = baba * oaoa - baoa * baoa - r2 * baba
+    h = big_b * big_b - big_a * big_c
+    inf = math.inf
+    body_ok = h >= 0.0 and big_a > 1e-12
+    t_body = (-big_b - math.sqrt(h if body_ok else 0.0)) / (big_a if body_ok else 1.0)
+    y = baoa + t_body * bard
+    if not (body_ok and y > 0.0 and y < baba and t_body >= 0.0):
+        t_body = inf
+    cc = oaoa - r2
+    hh = rdoa * rdoa - cc
+    ok = hh >= 0.0 and cc > 0.0
+    t_a = -rdoa - math.sqrt(hh if ok else 0.0)
+    if not (ok and t_a >= 0.0):
+        t_a = inf
+    obx, oby, obz = ox - bx, oy - by, oz - bz
+    bb = dx * obx + dy * oby + dz * obz
+    cc = obx * obx + oby * oby + obz * obz - r2
+    hh = bb * bb - cc
+    ok = hh >= 0.0 and cc > 0.0
+    t_b = -bb - math.sqrt(hh if ok else 0.0)
+    if not (ok and t_b >= 0.0):
+        t_b = inf
+    t_ab = t_a if (t_a <= t_b or math.isnan(t_a)) else t_b
+    return t_body if (t_body <= t_ab or math.isnan(t_body)) else t_ab
+
+
+@numba.njit(cache=True, nogil=True)
+def _bones_kernel(
+    o: np.ndarray, d: np.ndarray, pos: np.ndarray, yaw_deg: np.ndarray, stance: np.ndarray,
+    midx: np.ndarray, midy: np.ndarray, midz: np.ndarray, sphere_r2: np.ndarray,
+    lax: np.ndarray, lay: np.ndarray, laz: np.ndarray, lbx: np.ndarray, lby: np.ndarray, lbz: np.ndarray,
+    radius: np.ndarray, t_out: np.ndarray, col_out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """See ``_bones_hit``: per pair, the nearest bone entry and its column (the first on ties,
+    column 0 when none, as argmin)."""
+    for p in range(o.shape[0]):
+        yaw = math.radians(yaw_deg[p])
+        c = math.cos(yaw)
+        s = math.sin(yaw)
+        rx = o[p, 0] - pos[p, 0]
+        ry = o[p, 1] - pos[p, 1]
+        lox = rx * c + ry * s
+        loy = ry * c - rx * s
+        loz = o[p, 2] - pos[p, 2]
+        ldx = d[p, 0] * c + d[p, 1] * s
+        ldy = d[p, 1] * c - d[p, 0] * s
+        ldz = d[p, 2]
+        st = stance[p]
+        best = math.inf
+        col = 0
+        for b in range(midx.shape[1]):
+            ocx = lox - midx[st, b]
+            ocy = loy - midy[st, b]
+            ocz = loz - midz[st, b]
+            bb = ldx * ocx + ldy * ocy + ldz * ocz
+            cc = ocx * ocx + ocy * ocy + ocz * ocz - sphere_r2[st, b]
+            # The ray (t >= 0) meets the sphere: the line does, and the sphere is not wholly behind it.
+            if not (bb * bb >= cc and (bb <= 0.0 or cc <= 0.0)):
+                continue
+            t = _capsule_entry(lox, loy, loz, ldx, ldy, ldz, lax[st, b], lay[st, b], laz[st, b],
+                               lbx[st, b], lby[st, b], lbz[st, b], radius[st, b])
+            if t < best or (math.isnan(t) and not math.isnan(best)):  # (argmin: the first nan wins)
+                best = t
+                col = b
+        t_out[p] = best
+        col_out[p] = col
+
+
 def _bones_hit(
     o: np.ndarray, d: np.ndarray, pos: np.ndarray, yaw_deg: np.ndarray, stance: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -337,36 +391,18 @@ def _bones_hit(
     Works in each body's local frame (the bone tables' frame): rotating the ray once per pair is
     cheaper than rotating 16 capsules, and distances along a unit ray are unchanged by a
     rotation. Each bone's bounding sphere is tested first; the exact capsule test runs only on
-    the (pair, bone) combinations whose sphere the ray meets (a few bones per pair).
+    the (pair, bone) combinations whose sphere the ray meets (a few bones per pair). Compiled:
+    a shot tick resolves a handful of pairs, where numpy's fixed cost per call dominated.
     """
-    yaw = np.radians(yaw_deg)
-    c = np.cos(yaw)
-    s = np.sin(yaw)
-    rx = o[:, 0] - pos[:, 0]
-    ry = o[:, 1] - pos[:, 1]
-    lox = rx * c + ry * s
-    loy = ry * c - rx * s
-    loz = o[:, 2] - pos[:, 2]
-    ldx = d[:, 0] * c + d[:, 1] * s
-    ldy = d[:, 1] * c - d[:, 0] * s
-    ldz = d[:, 2]
-    ocx = lox[:, None] - _MIDX[stance]
-    ocy = loy[:, None] - _MIDY[stance]
-    ocz = loz[:, None] - _MIDZ[stance]
-    bb = ldx[:, None] * ocx + ldy[:, None] * ocy + ldz[:, None] * ocz
-    cc = ocx * ocx + ocy * ocy + ocz * ocz - _SPHERE_R2[stance]
-    # The ray (t >= 0) meets the sphere: the line does, and the sphere is not wholly behind it.
-    near = (bb * bb >= cc) & ((bb <= 0.0) | (cc <= 0.0))
-    pi, bi = np.divmod(np.flatnonzero(near), NUM_BONES)
-    st = stance[pi]
-    t_all = np.full((pos.shape[0], NUM_BONES), np.inf)
-    t_all[pi, bi] = ray_capsules(
-        lox[pi], loy[pi], loz[pi], ldx[pi], ldy[pi], ldz[pi],
-        _LAX[st, bi], _LAY[st, bi], _LAZ[st, bi], _LBX[st, bi], _LBY[st, bi], _LBZ[st, bi],
-        RADIUS[st, bi],
+    t = np.empty(o.shape[0])
+    col = np.empty(o.shape[0], dtype=np.intp)
+    _bones_kernel(
+        np.ascontiguousarray(o, dtype=np.float64), np.ascontiguousarray(d, dtype=np.float64),
+        np.ascontiguousarray(pos, dtype=np.float64), np.ascontiguousarray(yaw_deg, dtype=np.float64),
+        np.ascontiguousarray(stance, dtype=np.intp),
+        _MIDX, _MIDY, _MIDZ, _SPHERE_R2, _LAX, _LAY, _LAZ, _LBX, _LBY, _LBZ, _RADIUS, t, col,
     )
-    col = np.argmin(t_all, axis=1)
-    return t_all[np.arange(pos.shape[0]), col], col
+    return t, col
 
 
 def _line_candidates(
@@ -436,12 +472,11 @@ def _nearest_players(
     stance = st.stance.astype(np.intp)
     o = batch.origin[si]
     d = batch.direction[si]
-    margin = config.broad_margin_m
-    inside = _cylinder_overlap(
-        st.pos[:, 0] - o[:, 0], st.pos[:, 1] - o[:, 1], st.pos[:, 2] - o[:, 2],
-        d[:, 0], d[:, 1], d[:, 2],
-        BOUND_RADIUS[stance] + margin, BOUND_ZMIN[stance] - margin, BOUND_ZMAX[stance] + margin,
-        batch.max_range[si],
+    inside = np.empty(si.size, dtype=np.bool_)
+    _cylinder_kernel(
+        np.ascontiguousarray(st.pos, dtype=np.float64), np.ascontiguousarray(o, dtype=np.float64),
+        np.ascontiguousarray(d, dtype=np.float64), stance, np.ascontiguousarray(batch.max_range[si], dtype=np.float64),
+        _BOUND_RADIUS, _BOUND_ZMIN, _BOUND_ZMAX, float(config.broad_margin_m), inside,
     )
     idx = np.flatnonzero(inside)
     if idx.size == 0:
@@ -473,25 +508,55 @@ def _nearest_players(
     return result
 
 
+@numba.njit(cache=True, nogil=True)
+def _baits_kernel(
+    o: np.ndarray, d: np.ndarray, shooter: np.ndarray, max_range: np.ndarray,
+    a: np.ndarray, b: np.ndarray, radius: np.ndarray, bait_shooter: np.ndarray,
+    best_out: np.ndarray, idx_out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """See ``_nearest_baits``; the first bait wins ties, as argmin."""
+    for i in range(o.shape[0]):
+        best = math.inf
+        col = 0
+        for j in range(a.shape[0]):
+            if bait_shooter[j] >= 0 and bait_shooter[j] != shooter[i]:
+                continue
+            t = _capsule_entry(o[i, 0], o[i, 1], o[i, 2], d[i, 0], d[i, 1], d[i, 2],
+                               a[j, 0], a[j, 1], a[j, 2], b[j, 0], b[j, 1], b[j, 2], radius[j])
+            if t <= max_range[i] and t < best:
+                best = t
+                col = j
+        best_out[i] = best
+        idx_out[i] = col if math.isfinite(best) else -1
+
+
 def _nearest_baits(batch: ShotBatch, baits: BaitTargets) -> tuple[np.ndarray, np.ndarray]:
-    """(S,) distance (m) to the nearest visible bait within range (inf: none) and its index (-1)."""
+    """(S,) distance (m) to the nearest visible bait within range (inf: none) and its index (-1).
+    Compiled: a few rays against a few baits, where numpy's fixed cost per call dominated."""
     s = len(batch)
     nb = baits.a.shape[0]
     if s == 0 or nb == 0:
         return np.full(s, np.inf), np.full(s, -1, dtype=np.int32)
-    o = batch.origin
-    d = batch.direction
-    t = ray_capsules(
-        o[:, 0, None], o[:, 1, None], o[:, 2, None], d[:, 0, None], d[:, 1, None], d[:, 2, None],
-        baits.a[None, :, 0], baits.a[None, :, 1], baits.a[None, :, 2],
-        baits.b[None, :, 0], baits.b[None, :, 1], baits.b[None, :, 2],
-        baits.radius[None, :],
+    best = np.empty(s)
+    idx = np.empty(s, dtype=np.int32)
+    f64 = np.float64
+    _baits_kernel(
+        np.ascontiguousarray(batch.origin, dtype=f64), np.ascontiguousarray(batch.direction, dtype=f64),
+        np.ascontiguousarray(batch.shooter, dtype=np.intp), np.ascontiguousarray(batch.max_range, dtype=f64),
+        np.ascontiguousarray(baits.a, dtype=f64), np.ascontiguousarray(baits.b, dtype=f64),
+        np.ascontiguousarray(baits.radius, dtype=f64), np.ascontiguousarray(baits.shooter, dtype=np.intp),
+        best, idx,
     )
-    visible = (baits.shooter[None, :] < 0) | (baits.shooter[None, :] == batch.shooter[:, None])
-    t = np.where(visible & (t <= batch.max_range[:, None]), t, np.inf)
-    col = np.argmin(t, axis=1)
-    best = t[np.arange(s), col]
-    return best, np.where(np.isfinite(best), col, -1).astype(np.int32)
+    return best, idx
+
+
+# Compile (or load from numba's cache) the kernels at import, never inside a tick.
+_bones_hit(np.zeros((1, 3)), np.array([[1.0, 0.0, 0.0]]), np.ones((1, 3)), np.zeros(1), np.zeros(1, dtype=np.intp))
+_baits_kernel(np.zeros((1, 3)), np.array([[1.0, 0.0, 0.0]]), np.zeros(1, dtype=np.intp), np.ones(1),
+              np.ones((1, 3)), np.ones((1, 3)), np.ones(1), np.full(1, -1, dtype=np.intp),
+              np.empty(1), np.empty(1, dtype=np.int32))
+_cylinder_kernel(np.ones((1, 3)), np.zeros((1, 3)), np.array([[1.0, 0.0, 0.0]]), np.zeros(1, dtype=np.intp), np.ones(1),
+                 _BOUND_RADIUS, _BOUND_ZMIN, _BOUND_ZMAX, 0.1, np.empty(1, dtype=np.bool_))
 
 
 def register_shots(
@@ -624,7 +689,6 @@ __all__ = [
     "WallQueries",
     "eye_positions",
     "hit_damage",
-    "ray_capsules",
     "register_shots",
     "shots_from_state",
     "to_shot_result",

