@@ -335,6 +335,10 @@ class BotClient:
         self._predictor = Predictor(self.geometry, MoveState((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), True, 0),
                                     config.prediction)
         self._weapons = WeaponState(1, config.weapons)
+        # The owned weapons as the brain sees them, rebuilt only when the owned row changes (it
+        # changes on spawn and pickup; the perception is built every tick).
+        self._owned_key = b""
+        self._owned: tuple[int, ...] = ()
         self._weapon_marks: dict[int, _WeaponMark] = {}
         self._alive = False
         self._health = 0.0
@@ -732,7 +736,10 @@ class BotClient:
         # nothing since has moved it.
         ws = self._weapons
         held = int(ws.weapon[0])
-        owned = tuple(w for w, has in enumerate(ws.owned[0].tolist()) if has)
+        key = ws.owned[0].tobytes()
+        if key != self._owned_key:
+            self._owned_key = key
+            self._owned = tuple(w for w, has in enumerate(ws.owned[0].tolist()) if has)
         return Perception(
             now_s=now_s,
             view_time_s=view_time_s,
@@ -749,12 +756,27 @@ class BotClient:
             weapon=held,
             ammo=int(ws.ammo[0, held]) if held else 0,
             reserve=int(ws.reserve[0, held]) if held else 0,
-            reloading=bool(ws.reloading(self._cmd_time_s)[0]),
+            reloading=self._reloading(self._cmd_time_s),
             punch_pitch_deg=float(ws.punch_pitch_deg[0]),
             punch_yaw_deg=float(ws.punch_yaw_deg[0]),
             entities=view.seen(),
-            weapons_owned=owned,
+            weapons_owned=self._owned,
         )
+
+    def _reloading(self, t: float) -> bool:
+        """``WeaponState.reloading(t)`` of the one slot, as a scalar (no array per call)."""
+        end = float(self._weapons.reload_end_s[0])
+        return not math.isnan(end) and end > t
+
+    def _advance_weapons(self, t: float) -> None:
+        """``WeaponState.advance(t)``, skipped when it is a no-op: no punch to recover and no
+        reload to finish (most commands). It would also move the punch clock, which matters only
+        once there is a punch, and the command clock never goes back while every kick, switch
+        and spawn brings that clock up to date first."""
+        ws = self._weapons
+        if ws.punch_pitch_deg[0] == 0.0 and ws.punch_yaw_deg[0] == 0.0 and math.isnan(ws.reload_end_s[0]):
+            return
+        ws.advance(t)
 
     def _sanitize(self, intent: Intent) -> Intent:
         """Keep an intent inside the protocol's ranges (a brain bug must not send NaN)."""
@@ -818,7 +840,7 @@ class BotClient:
         # The server's order within a command: movement with the weapon held before the command,
         # the crouch press, then switch, reload and fire (server.core); the client mirrors it so
         # its prediction of both agrees.
-        ws.advance(t)
+        self._advance_weapons(t)
         held = int(ws.weapon[0])
         speed = float(ws.table.move_speed_m_s[held]) if held else _EMPTY_HAND_SPEED_M_S
         state, pressed = self._predictor.predict(
@@ -831,7 +853,7 @@ class BotClient:
         held = int(ws.weapon[0])
         if (
             alive and buttons & _FIRE and held and ws.ammo[0, held] <= 0 and ws.reserve[0, held] > 0
-            and not ws.reloading(t)[0]
+            and not self._reloading(t)
         ):
             # Auto-reload: the trigger on an empty magazine reloads, as a game client does by
             # pressing reload for the player (the server reloads on RELOAD, not on a dry click).

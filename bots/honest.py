@@ -129,6 +129,10 @@ class HonestConfig:
 
 _CHEST_M = (body_height_m(0.5, False)[1], body_height_m(0.5, True)[1])
 """Height (m) of the upper-torso centre above the feet, standing and crouching."""
+# Plain ints: OR-ing IntFlag members goes through the enum machinery on every tick.
+_FIRE = int(Buttons.FIRE)
+_CROUCH = int(Buttons.CROUCH)
+_RELOAD = int(Buttons.RELOAD)
 
 
 def _wrap(angle: float) -> float:
@@ -619,15 +623,15 @@ class HonestBrain:
         elif spec is not None:
             self.trigger.decide(now, spec, p.ammo, p.reloading, out, math.inf, rng)
         if fire:
-            buttons |= Buttons.FIRE
+            buttons |= _FIRE
             self.last_fire_s = now
         if move.crouch:
-            buttons |= Buttons.CROUCH
+            buttons |= _CROUCH
 
         switch = 0
         if spec is not None and not fire:
             if self._wants_reload(p, spec, now):
-                buttons |= Buttons.RELOAD
+                buttons |= _RELOAD
                 self._last_reload_press_s = now
             switch = self._weapon_switch(p, now, dt, rng)
         return Intent(
