@@ -109,10 +109,9 @@ class HitregConfig:
     Attributes:
         chunk_shots: most shots per block of the line test, which builds (block, players) float
             arrays; blocks are also cut at every change of base record. 256 x 64 players is 128 KiB.
-        narrow_chunk_pairs: (shot, player) pairs per block of the bone test, which builds
-            (block, 16 bones) arrays. Measured on city: numpy temporaries of several hundred KiB
-            come from freshly faulted pages (malloc hands them back to the system between calls),
-            which made whole-batch arrays up to 3x slower than blocks of a few hundred pairs.
+        narrow_chunk_pairs: no effect since the bone test became one compiled pass over the
+            pairs (no block arrays); kept because configuration files and the config recorded in
+            replay headers name it.
         broad_margin_m: extra radius (m) added to the body bounds in the broad phases so that
             float rounding can never drop a real hit. 1 cm is far above rounding at map scale (<1 km).
     """

@@ -235,53 +235,43 @@ def shots_from_state(
 
 
 @numba.njit(cache=True, nogil=True)
-def _cylinder_kernel(
-    pos: np.ndarray, o: np.ndarray, d: np.ndarray, stance: np.ndarray, t_max: np.ndarray,
-    bound_radius: np.ndarray, bound_zmin: np.ndarray, bound_zmax: np.ndarray, margin: float, out: np.ndarray,
-) -> None:  # pragma: no cover - compiled
-    """Does ray p, t*d for t in [0, t_max], meet the vertical bounding cylinder of the body at
-    ``pos`` (feet) relative to the ray's origin? The cylinder of the stance, widened by
-    ``margin`` (m), spans z in [feet + zmin, feet + zmax]. Exact up to rounding (hence the
-    margin). The operations and order of the numpy version it replaced (IEEE double, no
-    fast-math); min / max are written as numpy's (nan propagates, the first on ties)."""
+def _meets_cylinder(
+    qx: float, qy: float, qz: float, dx: float, dy: float, dz: float,
+    radius: float, zmin: float, zmax: float, tm: float,
+) -> bool:  # pragma: no cover - compiled
+    """Does the ray t*d for t in [0, tm] meet the vertical bounding cylinder of a body whose feet
+    are at q relative to the ray's origin? The cylinder (already widened by the broad margin)
+    spans z in [feet + zmin, feet + zmax]. Exact up to rounding (hence the margin). The
+    operations and order of the numpy version it replaced (IEEE double, no fast-math); min / max
+    are written as numpy's (nan propagates, the first on ties)."""
     inf = math.inf
-    for p in range(pos.shape[0]):
-        qx = pos[p, 0] - o[p, 0]
-        qy = pos[p, 1] - o[p, 1]
-        qz = pos[p, 2] - o[p, 2]
-        dx, dy, dz = d[p, 0], d[p, 1], d[p, 2]
-        st = stance[p]
-        radius = bound_radius[st] + margin
-        zmin = bound_zmin[st] - margin
-        zmax = bound_zmax[st] + margin
-        h2 = dx * dx + dy * dy
-        dot = qx * dx + qy * dy
-        c2 = qx * qx + qy * qy - radius * radius
-        disc = dot * dot - h2 * c2
-        root = math.sqrt(disc if (disc >= 0.0 or math.isnan(disc)) else 0.0)
-        if h2 > 0.0:
-            lo = (dot - root) / h2
-            hi = (dot + root) / h2
-            ok = disc >= 0.0
-        else:
-            lo = -inf
-            hi = inf
-            ok = c2 <= 0.0
-        if dz != 0.0:
-            za = (qz + zmin) / dz
-            zb = (qz + zmax) / dz
-            zlo = za if (za <= zb or math.isnan(za)) else zb
-            zhi = za if (za >= zb or math.isnan(za)) else zb
-        else:
-            zlo = -inf
-            zhi = inf
-            ok = ok and qz + zmin <= 0.0 and 0.0 <= qz + zmax
-        lo = lo if (lo >= zlo or math.isnan(lo)) else zlo
-        lo = lo if (lo >= 0.0 or math.isnan(lo)) else 0.0
-        hi = hi if (hi <= zhi or math.isnan(hi)) else zhi
-        tm = t_max[p]
-        hi = hi if (hi <= tm or math.isnan(hi)) else tm
-        out[p] = ok and lo <= hi
+    h2 = dx * dx + dy * dy
+    dot = qx * dx + qy * dy
+    c2 = qx * qx + qy * qy - radius * radius
+    disc = dot * dot - h2 * c2
+    root = math.sqrt(disc if (disc >= 0.0 or math.isnan(disc)) else 0.0)
+    if h2 > 0.0:
+        lo = (dot - root) / h2
+        hi = (dot + root) / h2
+        ok = disc >= 0.0
+    else:
+        lo = -inf
+        hi = inf
+        ok = c2 <= 0.0
+    if dz != 0.0:
+        za = (qz + zmin) / dz
+        zb = (qz + zmax) / dz
+        zlo = za if (za <= zb or math.isnan(za)) else zb
+        zhi = za if (za >= zb or math.isnan(za)) else zb
+    else:
+        zlo = -inf
+        zhi = inf
+        ok = ok and qz + zmin <= 0.0 and 0.0 <= qz + zmax
+    lo = lo if (lo >= zlo or math.isnan(lo)) else zlo
+    lo = lo if (lo >= 0.0 or math.isnan(lo)) else 0.0
+    hi = hi if (hi <= zhi or math.isnan(hi)) else zhi
+    hi = hi if (hi <= tm or math.isnan(hi)) else tm
+    return ok and lo <= hi
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,67 +332,85 @@ def _capsule_entry(
 
 
 @numba.njit(cache=True, nogil=True)
-def _bones_kernel(
-    o: np.ndarray, d: np.ndarray, pos: np.ndarray, yaw_deg: np.ndarray, stance: np.ndarray,
+def _nearest_bone(
+    ox: float, oy: float, oz: float, dx: float, dy: float, dz: float,
+    px: float, py: float, pz: float, yaw_deg: float, st: int,
     midx: np.ndarray, midy: np.ndarray, midz: np.ndarray, sphere_r2: np.ndarray,
     lax: np.ndarray, lay: np.ndarray, laz: np.ndarray, lbx: np.ndarray, lby: np.ndarray, lbz: np.ndarray,
-    radius: np.ndarray, t_out: np.ndarray, col_out: np.ndarray,
+    radius: np.ndarray,
+) -> tuple[float, int]:  # pragma: no cover - compiled
+    """Nearest bone entry distance (m, inf: none) and its bone column (the first on ties, column
+    0 when none, as argmin) of a unit ray against the body with feet p, yaw and stance ``st``.
+
+    Works in the body's local frame (the bone tables' frame): rotating the ray once is cheaper
+    than rotating 16 capsules, and distances along a unit ray are unchanged by a rotation. Each
+    bone's bounding sphere is tested first; the exact capsule test runs only on the bones whose
+    sphere the ray meets (a few per body)."""
+    yaw = math.radians(yaw_deg)
+    c = math.cos(yaw)
+    s = math.sin(yaw)
+    rx = ox - px
+    ry = oy - py
+    lox = rx * c + ry * s
+    loy = ry * c - rx * s
+    loz = oz - pz
+    ldx = dx * c + dy * s
+    ldy = dy * c - dx * s
+    ldz = dz
+    best = math.inf
+    col = 0
+    for b in range(midx.shape[1]):
+        ocx = lox - midx[st, b]
+        ocy = loy - midy[st, b]
+        ocz = loz - midz[st, b]
+        bb = ldx * ocx + ldy * ocy + ldz * ocz
+        cc = ocx * ocx + ocy * ocy + ocz * ocz - sphere_r2[st, b]
+        # The ray (t >= 0) meets the sphere: the line does, and the sphere is not wholly behind it.
+        if not (bb * bb >= cc and (bb <= 0.0 or cc <= 0.0)):
+            continue
+        t = _capsule_entry(lox, loy, loz, ldx, ldy, ldz, lax[st, b], lay[st, b], laz[st, b],
+                           lbx[st, b], lby[st, b], lbz[st, b], radius[st, b])
+        if t < best or (math.isnan(t) and not math.isnan(best)):  # (argmin: the first nan wins)
+            best = t
+            col = b
+    return best, col
+
+
+@numba.njit(cache=True, nogil=True)
+def _narrow_kernel(
+    si: np.ndarray, ni: np.ndarray, shooter: np.ndarray, origin: np.ndarray, direction: np.ndarray,
+    max_range: np.ndarray, pos: np.ndarray, yaw_deg: np.ndarray, stance: np.ndarray, hittable: np.ndarray,
+    bound_radius: np.ndarray, bound_zmin: np.ndarray, bound_zmax: np.ndarray, margin: float,
+    midx: np.ndarray, midy: np.ndarray, midz: np.ndarray, sphere_r2: np.ndarray,
+    lax: np.ndarray, lay: np.ndarray, laz: np.ndarray, lbx: np.ndarray, lby: np.ndarray, lbz: np.ndarray,
+    radius: np.ndarray, best_t: np.ndarray, best_n: np.ndarray, best_col: np.ndarray, best_pair: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
-    """See ``_bones_hit``: per pair, the nearest bone entry and its column (the first on ties,
-    column 0 when none, as argmin)."""
-    for p in range(o.shape[0]):
-        yaw = math.radians(yaw_deg[p])
-        c = math.cos(yaw)
-        s = math.sin(yaw)
-        rx = o[p, 0] - pos[p, 0]
-        ry = o[p, 1] - pos[p, 1]
-        lox = rx * c + ry * s
-        loy = ry * c - rx * s
-        loz = o[p, 2] - pos[p, 2]
-        ldx = d[p, 0] * c + d[p, 1] * s
-        ldy = d[p, 1] * c - d[p, 0] * s
-        ldz = d[p, 2]
+    """The narrow phase of ``_nearest_players`` over the line test's (shot si, slot ni) pairs, with
+    each pair's rewound body (pos, yaw, stance, hittable): never the shooter, only hittable
+    bodies, the bounding cylinder, then the bones within range; per shot the nearest entry wins,
+    equal distances going to the lowest slot. One pass instead of ~60 numpy calls of fixed
+    overhead for the few pairs of a typical shot tick."""
+    for p in range(si.shape[0]):
+        i = si[p]
+        n = ni[p]
+        if n == shooter[i] or not hittable[p]:
+            continue
+        ox, oy, oz = origin[i, 0], origin[i, 1], origin[i, 2]
+        dx, dy, dz = direction[i, 0], direction[i, 1], direction[i, 2]
         st = stance[p]
-        best = math.inf
-        col = 0
-        for b in range(midx.shape[1]):
-            ocx = lox - midx[st, b]
-            ocy = loy - midy[st, b]
-            ocz = loz - midz[st, b]
-            bb = ldx * ocx + ldy * ocy + ldz * ocz
-            cc = ocx * ocx + ocy * ocy + ocz * ocz - sphere_r2[st, b]
-            # The ray (t >= 0) meets the sphere: the line does, and the sphere is not wholly behind it.
-            if not (bb * bb >= cc and (bb <= 0.0 or cc <= 0.0)):
-                continue
-            t = _capsule_entry(lox, loy, loz, ldx, ldy, ldz, lax[st, b], lay[st, b], laz[st, b],
-                               lbx[st, b], lby[st, b], lbz[st, b], radius[st, b])
-            if t < best or (math.isnan(t) and not math.isnan(best)):  # (argmin: the first nan wins)
-                best = t
-                col = b
-        t_out[p] = best
-        col_out[p] = col
-
-
-def _bones_hit(
-    o: np.ndarray, d: np.ndarray, pos: np.ndarray, yaw_deg: np.ndarray, stance: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """(P,) nearest bone entry distance (m, inf: none) and its bone column for P (ray, body) pairs.
-
-    Works in each body's local frame (the bone tables' frame): rotating the ray once per pair is
-    cheaper than rotating 16 capsules, and distances along a unit ray are unchanged by a
-    rotation. Each bone's bounding sphere is tested first; the exact capsule test runs only on
-    the (pair, bone) combinations whose sphere the ray meets (a few bones per pair). Compiled:
-    a shot tick resolves a handful of pairs, where numpy's fixed cost per call dominated.
-    """
-    t = np.empty(o.shape[0])
-    col = np.empty(o.shape[0], dtype=np.intp)
-    _bones_kernel(
-        np.ascontiguousarray(o, dtype=np.float64), np.ascontiguousarray(d, dtype=np.float64),
-        np.ascontiguousarray(pos, dtype=np.float64), np.ascontiguousarray(yaw_deg, dtype=np.float64),
-        np.ascontiguousarray(stance, dtype=np.intp),
-        _MIDX, _MIDY, _MIDZ, _SPHERE_R2, _LAX, _LAY, _LAZ, _LBX, _LBY, _LBZ, _RADIUS, t, col,
-    )
-    return t, col
+        px, py, pz = pos[p, 0], pos[p, 1], pos[p, 2]
+        if not _meets_cylinder(px - ox, py - oy, pz - oz, dx, dy, dz, bound_radius[st] + margin,
+                               bound_zmin[st] - margin, bound_zmax[st] + margin, max_range[i]):
+            continue
+        t, col = _nearest_bone(ox, oy, oz, dx, dy, dz, px, py, pz, yaw_deg[p], st,
+                               midx, midy, midz, sphere_r2, lax, lay, laz, lbx, lby, lbz, radius)
+        if not t <= max_range[i]:
+            continue
+        if t < best_t[i] or (t == best_t[i] and n < best_n[i]):
+            best_t[i] = t
+            best_n[i] = n
+            best_col[i] = col
+            best_pair[i] = p
 
 
 def _line_candidates(
@@ -463,48 +471,29 @@ def _nearest_players(
     result = _Winners(t=best_t, slot=best_n, bone=best_bone, pos=best_pos, speed=best_speed, generation=best_gen)
 
     si, ni = _line_candidates(batch, history, ring, frac, config)
-    # Cheap pair filters before any other state: never the shooter, only hittable players.
-    keep = (ni != batch.shooter[si]) & history.hittable_pairs(ring[si], ni)
-    si, ni = si[keep], ni[keep]
     if si.size == 0:
         return result
     st = history.pairs(ring[si], frac[si], ni)
-    stance = st.stance.astype(np.intp)
-    o = batch.origin[si]
-    d = batch.direction[si]
-    inside = np.empty(si.size, dtype=np.bool_)
-    _cylinder_kernel(
-        np.ascontiguousarray(st.pos, dtype=np.float64), np.ascontiguousarray(o, dtype=np.float64),
-        np.ascontiguousarray(d, dtype=np.float64), stance, np.ascontiguousarray(batch.max_range[si], dtype=np.float64),
-        _BOUND_RADIUS, _BOUND_ZMIN, _BOUND_ZMAX, float(config.broad_margin_m), inside,
+    best_col = np.zeros(s_total, dtype=np.intp)
+    best_pair = np.zeros(s_total, dtype=np.intp)
+    f64 = np.float64
+    _narrow_kernel(
+        si.astype(np.intp), ni.astype(np.intp), np.ascontiguousarray(batch.shooter, dtype=np.intp),
+        np.ascontiguousarray(batch.origin, dtype=f64), np.ascontiguousarray(batch.direction, dtype=f64),
+        np.ascontiguousarray(batch.max_range, dtype=f64), st.pos, st.yaw, st.stance.astype(np.intp), st.alive,
+        _BOUND_RADIUS, _BOUND_ZMIN, _BOUND_ZMAX, float(config.broad_margin_m),
+        _MIDX, _MIDY, _MIDZ, _SPHERE_R2, _LAX, _LAY, _LAZ, _LBX, _LBY, _LBZ, _RADIUS,
+        best_t, best_n, best_col, best_pair,
     )
-    idx = np.flatnonzero(inside)
-    if idx.size == 0:
+    won = np.flatnonzero(best_n >= 0)
+    if won.size == 0:
         return result
-    si, ni = si[idx], ni[idx]
-    tp = np.empty(idx.size)
-    col = np.empty(idx.size, dtype=np.intp)
-    step = config.narrow_chunk_pairs
-    for a in range(0, idx.size, step):  # blocks of pairs, sized for the cache (see HitregConfig)
-        b = min(a + step, idx.size)
-        tp[a:b], col[a:b] = _bones_hit(o[idx[a:b]], d[idx[a:b]], st.pos[idx[a:b]], st.yaw[idx[a:b]], stance[idx[a:b]])
-    hit = np.flatnonzero(tp <= batch.max_range[si])
-    if hit.size == 0:
-        return result
-    si, ni, tp, col, src = si[hit], ni[hit], tp[hit], col[hit], idx[hit]
-    # Nearest per shot; equal distances go to the lowest slot.
-    order = np.lexsort((ni, tp, si))
-    si, ni, tp, col, src = si[order], ni[order], tp[order], col[order], src[order]
-    first = np.ones(si.shape[0], dtype=bool)
-    first[1:] = si[1:] != si[:-1]
-    si, ni, tp, col, src = si[first], ni[first], tp[first], col[first], src[first]
-    best_t[si] = tp
-    best_n[si] = ni
-    best_bone[si] = BONE_IDS[col]
-    best_pos[si] = st.pos[src]
+    src = best_pair[won]
+    best_bone[won] = BONE_IDS[best_col[won]]
+    best_pos[won] = st.pos[src]
     v = st.vel[src]
-    best_speed[si] = np.sqrt(np.sum(v * v, axis=1))
-    best_gen[si] = st.generation[src]
+    best_speed[won] = np.sqrt(np.sum(v * v, axis=1))
+    best_gen[won] = st.generation[src]
     return result
 
 
@@ -551,12 +540,14 @@ def _nearest_baits(batch: ShotBatch, baits: BaitTargets) -> tuple[np.ndarray, np
 
 
 # Compile (or load from numba's cache) the kernels at import, never inside a tick.
-_bones_hit(np.zeros((1, 3)), np.array([[1.0, 0.0, 0.0]]), np.ones((1, 3)), np.zeros(1), np.zeros(1, dtype=np.intp))
 _baits_kernel(np.zeros((1, 3)), np.array([[1.0, 0.0, 0.0]]), np.zeros(1, dtype=np.intp), np.ones(1),
               np.ones((1, 3)), np.ones((1, 3)), np.ones(1), np.full(1, -1, dtype=np.intp),
               np.empty(1), np.empty(1, dtype=np.int32))
-_cylinder_kernel(np.ones((1, 3)), np.zeros((1, 3)), np.array([[1.0, 0.0, 0.0]]), np.zeros(1, dtype=np.intp), np.ones(1),
-                 _BOUND_RADIUS, _BOUND_ZMIN, _BOUND_ZMAX, 0.1, np.empty(1, dtype=np.bool_))
+_narrow_kernel(np.zeros(1, dtype=np.intp), np.ones(1, dtype=np.intp), np.zeros(1, dtype=np.intp), np.zeros((1, 3)),
+               np.array([[1.0, 0.0, 0.0]]), np.ones(1), np.ones((1, 3)), np.zeros(1), np.zeros(1, dtype=np.intp),
+               np.ones(1, dtype=np.bool_), _BOUND_RADIUS, _BOUND_ZMIN, _BOUND_ZMAX, 0.01, _MIDX, _MIDY, _MIDZ,
+               _SPHERE_R2, _LAX, _LAY, _LAZ, _LBX, _LBY, _LBZ, _RADIUS, np.full(1, np.inf), np.full(1, -1, dtype=np.int32),
+               np.zeros(1, dtype=np.intp), np.zeros(1, dtype=np.intp))
 
 
 def register_shots(

@@ -14,6 +14,7 @@ Behind UDP a transport calls them in real time; in-process the testbed calls the
 
 from __future__ import annotations
 
+import gc
 import logging
 import math
 import time
@@ -522,7 +523,23 @@ class ServerCore:
     # ------------------------------------------------------------------ tick
 
     def step(self, now_s: float) -> Outgoing:
-        """Run one tick at server time ``now_s`` (s); returns the datagrams to send."""
+        """Run one tick at server time ``now_s`` (s); returns the datagrams to send.
+
+        The cyclic garbage collector is paused for the tick: its collections cost 1-10 ms (gen 0/1,
+        80 ms for gen 2) whenever the allocation count crosses a threshold, wherever that falls, and
+        were most of the slow ticks' "inputs" time. Paused, the collection runs at the first
+        allocation after the tick, once its datagrams are out; reference counting still frees
+        everything acyclic at once."""
+        if not gc.isenabled():
+            # The embedding application manages the collector itself.
+            return self._step(now_s)
+        gc.disable()
+        try:
+            return self._step(now_s)
+        finally:
+            gc.enable()
+
+    def _step(self, now_s: float) -> Outgoing:
         started = time.perf_counter()
         self.tick += 1
         self.time_s = now_s
