@@ -18,6 +18,7 @@ The functions are pure: they return new arrays and never modify their inputs.
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass
 from math import isfinite
@@ -402,18 +403,10 @@ def simulate_one(
     return (x, y, z), (hx, hy, hz), ground, new_stance, pressed
 
 
-_CONFIG_TABLES: dict[int, tuple[MovementConfig, tuple[np.ndarray, np.ndarray]]] = {}
-
-
+@functools.lru_cache(maxsize=16)
 def _config_table(cfg: MovementConfig) -> tuple[np.ndarray, np.ndarray]:
-    """The kernel's tables of ``cfg``, built once per config object (keyed by identity: hashing
-    the frozen dataclass on every command would cost more than the move)."""
-    hit = _CONFIG_TABLES.get(id(cfg))
-    if hit is None or hit[0] is not cfg:
-        if len(_CONFIG_TABLES) > 64:
-            _CONFIG_TABLES.clear()
-        hit = _CONFIG_TABLES[id(cfg)] = (cfg, movement_kernel.config_table(cfg))
-    return hit[1]
+    """The kernel's tables of ``cfg`` (a frozen config: equal configs share them)."""
+    return movement_kernel.config_table(cfg)
 
 
 def _simulate_kernel(

@@ -89,6 +89,18 @@ if tuple(f.name for f in fields(AimSample)) != _AIM_FIELDS or hasattr(AimSample,
     raise AssertionError("AimSample changed: update ServerCore._aim_samples and _aim_sample")
 
 
+def _move_commands(num: np.ndarray) -> MoveCommands:
+    """Movement's view of command columns: ``num`` rows as :data:`_CMD_NUMBERS` orders them."""
+    return MoveCommands(
+        forward_move=num[_FWD],
+        side_move=num[_SIDE],
+        yaw_deg=num[_YAW],
+        pitch_deg=num[_PITCH],
+        buttons=num[_BUTTONS].astype(np.int64),
+        dt_s=num[_DUR],
+    )
+
+
 _T = TypeVar("_T")
 
 
@@ -699,14 +711,7 @@ class ServerCore:
             rows = slice(a, b) if everyone else a + live
             ls = slots if everyone else slots[live]
             num = commands.numbers[:, rows]
-            move = MoveCommands(
-                forward_move=num[_FWD],
-                side_move=num[_SIDE],
-                yaw_deg=num[_YAW],
-                pitch_deg=num[_PITCH],
-                buttons=num[_BUTTONS].astype(np.int64),
-                dt_s=num[_DUR],
-            )
+            move = _move_commands(num)
             speed = _MOVE_SPEED_M_S[self.weapons.weapon[ls]]
             prev_pos, prev_vel, prev_ground = w.pos[ls], w.vel[ls], w.on_ground[ls]
             result = simulate(prev_pos, prev_vel, prev_ground, w.stance[ls], move, speed, self.geometry, self.config.movement)
@@ -748,14 +753,7 @@ class ServerCore:
             return
         rows: slice | np.ndarray = slice(None) if commands.all_alive else np.flatnonzero(commands.alive)
         num = commands.numbers[:, rows]
-        move = MoveCommands(
-            forward_move=num[_FWD],
-            side_move=num[_SIDE],
-            yaw_deg=num[_YAW],
-            pitch_deg=num[_PITCH],
-            buttons=num[_BUTTONS].astype(np.int64),
-            dt_s=num[_DUR],
-        )
+        move = _move_commands(num)
         verdicts = self.validator.validate_batches(
             [r.live.size for r in moved], commands.slots[rows], commands.prev_pos[rows], commands.prev_vel[rows],
             commands.prev_ground[rows], move, commands.pos[rows], commands.claimed[rows], commands.speed[rows],

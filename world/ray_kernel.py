@@ -123,14 +123,16 @@ def ray_walk(
             if seen[piece] == stamp:
                 continue
             seen[piece] = stamp
+            # The parameter interval where the ray is at or below the piece's top: a descending
+            # ray enters it, any other ray leaves it.
+            t_h = ((boxes[piece, 4] if piece < n_box else cv_height[piece - n_box]) - z) * iz
+            if down:
+                enter = t_h if t_h > 0.0 else 0.0
+                leave = t_in
+            else:
+                enter = 0.0
+                leave = t_h if t_h < t_in else t_in
             if piece < n_box:
-                t_h = (boxes[piece, 4] - z) * iz
-                if down:
-                    enter = t_h if t_h > 0.0 else 0.0
-                    leave = t_in
-                else:
-                    enter = 0.0
-                    leave = t_h if t_h < t_in else t_in
                 t1, t2 = (boxes[piece, 0] - ox) * ix, (boxes[piece, 2] - ox) * ix
                 near, far = (t1, t2) if t1 < t2 else (t2, t1)
                 if near > enter:
@@ -147,13 +149,6 @@ def ray_walk(
                     leave = far
             else:
                 c = piece - n_box
-                t_h = (cv_height[c] - z) * iz
-                if down:
-                    enter = t_h if t_h > 0.0 else 0.0
-                    leave = t_in
-                else:
-                    enter = 0.0
-                    leave = t_h if t_h < t_in else t_in
                 for e in range(cv_edges[c]):
                     pnx, pny, pc = cv_planes[c, e, 0], cv_planes[c, e, 1], cv_planes[c, e, 2]
                     # Inside the half-plane while num + t den <= 0.
