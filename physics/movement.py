@@ -113,6 +113,34 @@ class MoveCommands:
             raise ValueError("MoveCommands.dt_s must be positive")
 
     @classmethod
+    def from_block(cls, block: np.ndarray) -> MoveCommands:
+        """N commands from a (6, N) float64 block whose rows are dt_s, forward_move, side_move,
+        yaw_deg, pitch_deg and buttons (a server's command columns).
+
+        The same checks as the constructor, made over the whole block at once (a handful of
+        numpy calls instead of one per column and check): the server builds one per round of
+        commands every tick. Raises ValueError for a malformed block."""
+        if block.ndim != 2 or block.shape[0] != 6 or block.dtype != np.float64:
+            raise ValueError(f"MoveCommands block must be (6, N) float64, got {block.shape} {block.dtype}")
+        dt, buttons = block[0], block[5].astype(np.int64)
+        if not np.isfinite(block).all():
+            raise ValueError("MoveCommands block contains NaN or inf")
+        if not (dt > 0.0).all():
+            raise ValueError("MoveCommands.dt_s must be positive")
+        # A float that is not a whole number would pass astype: it is no bitmask.
+        if (buttons & _NOT_BUTTONS).any() or not np.array_equal(buttons, block[5]):
+            raise ValueError("MoveCommands.buttons has unknown bits set or is not integral")
+        cmd = object.__new__(cls)
+        setattr_ = object.__setattr__
+        setattr_(cmd, "dt_s", dt)
+        setattr_(cmd, "forward_move", block[1])
+        setattr_(cmd, "side_move", block[2])
+        setattr_(cmd, "yaw_deg", block[3])
+        setattr_(cmd, "pitch_deg", block[4])
+        setattr_(cmd, "buttons", buttons)
+        return cmd
+
+    @classmethod
     def single(
         cls,
         forward: float = 0.0,

@@ -91,14 +91,7 @@ if tuple(f.name for f in fields(AimSample)) != _AIM_FIELDS or hasattr(AimSample,
 
 def _move_commands(num: np.ndarray) -> MoveCommands:
     """Movement's view of command columns: ``num`` rows as :data:`_CMD_NUMBERS` orders them."""
-    return MoveCommands(
-        forward_move=num[_FWD],
-        side_move=num[_SIDE],
-        yaw_deg=num[_YAW],
-        pitch_deg=num[_PITCH],
-        buttons=num[_BUTTONS].astype(np.int64),
-        dt_s=num[_DUR],
-    )
+    return MoveCommands.from_block(num)
 
 
 _T = TypeVar("_T")
@@ -577,7 +570,7 @@ class ServerCore:
             self.recorder.write_tick(self.tick, now_s, [*self._tick_events, *detections])
         self._baits = [b for b in self._baits if b.expires_s > now_s]
         t4 = clock()
-        self.culler.refresh(self.tick, self.world, self._rtt_array(now_s))
+        self.culler.refresh(self.tick, self.world, self._rtt_array())
         t5 = clock()
         if self.tick % self.config.snapshot_every == 0:
             self._send_snapshots(now_s)
@@ -856,7 +849,7 @@ class ServerCore:
             return
         rows = [(p, k) for p in pending for k in range(p.directions.shape[0])]
         shooter = np.array([p.session.slot for p, _ in rows], dtype=np.intp)
-        latency = np.array([self._latency_s(p.session.slot, now_s) for p, _ in rows])
+        latency = np.array([self._latency_s(p.session.slot) for p, _ in rows])
         claimed_time = np.array([p.shot.view_time_s for p, _ in rows])
         times, codes = rewind_times(now_s, latency, claimed_time, self.config.rewind)
         weapon_ids = np.array([p.shot.weapon for p, _ in rows], dtype=np.int16)
@@ -1047,17 +1040,18 @@ class ServerCore:
 
     # ---------------------------------------------------------- helpers
 
-    def _latency_s(self, slot: int, now_s: float) -> float:
+    def _latency_s(self, slot: int) -> float:
         """Age of the client's view when its command arrives, less interpolation (s): the smoothed
         round trip. The client renders what the server sent one downstream trip ago and its
         command takes an upstream trip back; Source's "outgoing latency" is measured send-to-ack,
         a round trip too."""
-        return self.netstats.sample(slot, now_s).rtt_ms / 1000.0
+        return self.netstats.rtt_ms(slot) / 1000.0
 
-    def _rtt_array(self, now_s: float) -> np.ndarray:
+    def _rtt_array(self) -> np.ndarray:
         rtt = np.zeros(self.config.max_clients)
+        rtt_ms = self.netstats.rtt_ms
         for slot in self.by_slot:
-            rtt[slot] = self.netstats.sample(slot, now_s).rtt_ms / 1000.0
+            rtt[slot] = rtt_ms(slot) / 1000.0
         return rtt
 
     def report(self) -> dict[str, Any]:
@@ -1090,6 +1084,7 @@ class ServerCore:
             "counters": dict(self.counters),
             "tick_stats": self.tick_stats.summary(),
             "visibility_rays": self.culler.rays_cast,
+            "visibility_rays_cached": self.culler.rays_cached,
         }
 
     def close(self) -> None:

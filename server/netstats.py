@@ -232,6 +232,11 @@ class NetStats:
         """See :meth:`ClientNetStats.on_ack`."""
         self._clients[slot].on_ack(tick, now_s)
 
+    def rtt_ms(self, slot: int) -> float:
+        """The smoothed round trip of ``slot`` (ms), as :meth:`sample` reports it, without
+        building the whole sample (the tick reads every client's)."""
+        return self._clients[slot].srtt_s * 1000.0
+
     def sample(self, slot: int, now_s: float) -> NetSample:
         """Figures of ``slot`` at ``now_s`` (s)."""
         return self._clients[slot].sample(slot, now_s)

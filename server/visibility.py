@@ -27,7 +27,7 @@ from server.config import VisibilityConfig
 from world.constants import CROUCHING_EYE_M, STANDING_EYE_M
 from world.geometry import MapGeometry
 from world.hitbox import BOUND_ZMAX
-from world.ray_kernel import ray_walk
+from world.ray_kernel import piece_blocks, walk
 from world.state import WorldLimits, WorldState
 
 _EYE = np.array([STANDING_EYE_M, CROUCHING_EYE_M])
@@ -47,8 +47,13 @@ class VisibilityCuller:
         self.period_ticks = max(1, round(tick_rate_hz / config.refresh_hz))
         self.period_s = self.period_ticks / tick_rate_hz
         self.rays_cast = 0
+        self.rays_cached = 0
+        self._phase = np.arange(capacity) % self.period_ticks
+        # The piece that stopped each (viewer, target, sample) ray at its last refresh: a hint
+        # only (see _refresh_rows), so it never needs invalidating.
+        self._occluder = np.full((capacity, capacity, 6), -1, dtype=np.int32)
         # Compile (or load from numba's cache) now, not inside the first tick that needs it.
-        self._visible_pairs(WorldState(WorldLimits(max_players=1)), np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0))
+        self._refresh(np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(capacity), WorldState(WorldLimits(max_players=1)))
 
     def forget(self, slot: int) -> None:
         """Clear a slot's row and column (player left or joined)."""
@@ -62,81 +67,89 @@ class VisibilityCuller:
             tick: server tick (selects the viewers: slot % period == tick % period).
             world: current state. rtt_s: (capacity,) each viewer's round trip (s).
         """
-        cap = self.visible.shape[0]
         active = world.active
         if not self.config.enabled:
             self.visible[:] = active[None, :] & world.alive[None, :]
             np.fill_diagonal(self.visible, False)
             return
-        slots = np.arange(cap)
-        mine = active if all_viewers else active & (slots % self.period_ticks == tick % self.period_ticks)
+        mine = active if all_viewers else active & (self._phase == tick % self.period_ticks)
         viewers = np.flatnonzero(mine)
-        if viewers.size == 0:
-            return
-        targets = np.flatnonzero(active & world.alive)
-        self.visible[viewers, :] = False
-        if targets.size == 0:
-            return
-        vi, ti = np.meshgrid(viewers, targets, indexing="ij")
-        keep = vi != ti
-        vi, ti = vi[keep], ti[keep]
-        if vi.size == 0:
-            return
-        horizon = rtt_s[vi] + self.period_s + self.config.horizon_margin_s
-        seen = self._visible_pairs(world, vi, ti, horizon)
-        self.visible[vi[seen], ti[seen]] = True
+        if viewers.size:
+            self._refresh(viewers, np.flatnonzero(active & world.alive), rtt_s, world)
 
-    def _visible_pairs(self, world: WorldState, vi: np.ndarray, ti: np.ndarray, horizon: np.ndarray) -> np.ndarray:
-        """(P,) True where the viewer's eye sees any sample of the target, now or both moved ahead."""
-        seen, rays = _visible_pairs_kernel(
-            vi, ti, horizon, world.pos, world.vel, world.stance.astype(np.int64), _EYE, BOUND_ZMAX,
-            _TOP_FRACTION, _SIDE_FRACTION, float(self.config.lateral_m), *self.geometry.ray_args,
+    def _refresh(self, viewers: np.ndarray, targets: np.ndarray, rtt_s: np.ndarray, world: WorldState) -> None:
+        rays, cached = _refresh_rows(
+            viewers, targets, rtt_s, self.period_s, float(self.config.horizon_margin_s), self.visible, world.pos,
+            world.vel, world.stance, _EYE, BOUND_ZMAX, _TOP_FRACTION, _SIDE_FRACTION, float(self.config.lateral_m),
+            self._occluder, *self.geometry.ray_args,
         )
         self.rays_cast += rays
-        return seen
+        self.rays_cached += cached
 
 
 @numba.njit(cache=True, nogil=True)
-def _visible_pairs_kernel(
-    vi: np.ndarray, ti: np.ndarray, horizon: np.ndarray, pos: np.ndarray, vel: np.ndarray, stance: np.ndarray,
+def _refresh_rows(
+    viewers: np.ndarray, targets: np.ndarray, rtt_s: np.ndarray, period_s: float, margin_s: float,
+    visible: np.ndarray, pos: np.ndarray, vel: np.ndarray, stance: np.ndarray,
     eye_height: np.ndarray, body_height: np.ndarray, top_fraction: float, side_fraction: float, lateral_m: float,
+    occluder: np.ndarray,
     frame: np.ndarray, ny: int, n_box: int, boxes: np.ndarray, cv_height: np.ndarray, cv_planes: np.ndarray,
     cv_edges: np.ndarray, cell_start: np.ndarray, cell_items: np.ndarray, skip: np.ndarray,
-) -> tuple[np.ndarray, int]:  # pragma: no cover - compiled
-    """Per (viewer, target) pair: the head-top ray now, then, while the target stays hidden, the
-    shoulder-height sides now and the three samples with both players moved ``horizon`` seconds
-    ahead (xy only), stopping at the first clear line. Returns (seen, rays cast)."""
-    n = vi.shape[0]
-    seen = np.zeros(n, dtype=np.bool_)
+) -> tuple[int, int]:  # pragma: no cover - compiled
+    """Rewrite the ``visible`` rows of ``viewers`` over ``targets`` (slots; a viewer never sees
+    itself). Per (viewer, target) pair: the head-top ray now, then, while the target stays
+    hidden, the shoulder-height sides now and the three samples with both players moved
+    ``horizon`` = the viewer's round trip + ``period_s`` + ``margin_s`` seconds ahead (xy only),
+    stopping at the first clear line. Returns (rays walked, rays proved blocked by their cached
+    occluder).
+
+    ``occluder[v, t, sample]`` is the piece that stopped that sample's ray at the last refresh
+    (-1 for none). Players move little between refreshes, so the same wall usually still stops
+    it: one clip against that piece proves the ray blocked without walking the grid. A piece
+    that no longer blocks proves nothing and the ray is walked, so the answer is the walk's."""
     marks = np.zeros(n_box + cv_height.shape[0], dtype=np.int64)
     stamp = 0
     rays = 0
-    for p in range(n):
-        v, t = vi[p], ti[p]
-        h = body_height[stance[t]]
+    cached = 0
+    for v in viewers:
+        visible[v, :] = False
+        horizon = rtt_s[v] + period_s + margin_s
         eye_z = pos[v, 2] + eye_height[stance[v]]
-        for k in range(2):
-            ahead = 0.0 if k == 0 else horizon[p]
-            ex, ey = pos[v, 0] + vel[v, 0] * ahead, pos[v, 1] + vel[v, 1] * ahead
-            fx, fy = pos[t, 0] + vel[t, 0] * ahead, pos[t, 1] + vel[t, 1] * ahead
-            dx, dy = fx - ex, fy - ey
-            norm = math.hypot(dx, dy)
-            if not norm > 1e-9:
-                norm = 1.0
-            sx, sy = -dy / norm * lateral_m, dx / norm * lateral_m
-            for j in range(3):
-                if j == 0:
-                    px, py, pz = fx, fy, pos[t, 2] + h * top_fraction
-                else:
-                    sign = 1.0 if j == 1 else -1.0
-                    px, py, pz = fx + sign * sx, fy + sign * sy, pos[t, 2] + h * side_fraction
-                stamp += 1
-                rays += 1
-                hit = ray_walk(ex, ey, eye_z, px - ex, py - ey, pz - eye_z, 1.0, True, frame, ny, n_box, boxes,
-                               cv_height, cv_planes, cv_edges, cell_start, cell_items, skip, marks, stamp)
-                if hit == math.inf:
-                    seen[p] = True
+        for t in targets:
+            if t == v:
+                continue
+            h = body_height[stance[t]]
+            seen = False
+            for k in range(2):
+                ahead = 0.0 if k == 0 else horizon
+                ex, ey = pos[v, 0] + vel[v, 0] * ahead, pos[v, 1] + vel[v, 1] * ahead
+                fx, fy = pos[t, 0] + vel[t, 0] * ahead, pos[t, 1] + vel[t, 1] * ahead
+                dx, dy = fx - ex, fy - ey
+                norm = math.hypot(dx, dy)
+                if not norm > 1e-9:
+                    norm = 1.0
+                sx, sy = -dy / norm * lateral_m, dx / norm * lateral_m
+                for j in range(3):
+                    if j == 0:
+                        px, py, pz = fx, fy, pos[t, 2] + h * top_fraction
+                    else:
+                        sign = 1.0 if j == 1 else -1.0
+                        px, py, pz = fx + sign * sx, fy + sign * sy, pos[t, 2] + h * side_fraction
+                    sample = 3 * k + j
+                    piece = occluder[v, t, sample]
+                    if piece >= 0 and piece_blocks(piece, ex, ey, eye_z, px - ex, py - ey, pz - eye_z, 1.0, frame, n_box,
+                                                   boxes, cv_height, cv_planes, cv_edges):
+                        cached += 1
+                        continue
+                    stamp += 1
+                    rays += 1
+                    hit, piece = walk(ex, ey, eye_z, px - ex, py - ey, pz - eye_z, 1.0, True, frame, ny, n_box, boxes,
+                                      cv_height, cv_planes, cv_edges, cell_start, cell_items, skip, marks, stamp)
+                    occluder[v, t, sample] = piece
+                    if hit == math.inf:
+                        seen = True
+                        break
+                if seen:
                     break
-            if seen[p]:
-                break
-    return seen, rays
+            visible[v, t] = seen
+    return rays, cached

@@ -639,3 +639,24 @@ def test_batched_command_validation() -> None:
         ):
             with pytest.raises(ValueError, match=message):
                 MoveCommands(**{**ok, field: bad})
+
+
+def test_from_block_equals_the_constructor_and_checks_the_same_things() -> None:
+    rng = np.random.default_rng(2)
+    n = 9
+    block = np.vstack([
+        np.full(n, DT), rng.uniform(-1, 1, n), rng.uniform(-1, 1, n), rng.uniform(-180, 180, n),
+        rng.uniform(-89, 89, n), rng.choice([0, int(Buttons.JUMP), int(Buttons.CROUCH | Buttons.WALK)], n),
+    ])
+    fast = MoveCommands.from_block(block)
+    slow = MoveCommands(block[1], block[2], block[3], block[4], block[5].astype(np.int64), block[0])
+    for name in ("forward_move", "side_move", "yaw_deg", "pitch_deg", "buttons", "dt_s"):
+        assert np.array_equal(getattr(fast, name), getattr(slow, name))
+    assert fast.buttons.dtype == np.int64
+    for row, value in ((1, np.nan), (3, np.inf), (0, 0.0), (0, -DT), (5, 1 << 30), (5, 0.5), (5, -1.0)):
+        bad = block.copy()
+        bad[row, 4] = value
+        with pytest.raises(ValueError):
+            MoveCommands.from_block(bad)
+    with pytest.raises(ValueError):
+        MoveCommands.from_block(block[:5])

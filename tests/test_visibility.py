@@ -98,3 +98,60 @@ def test_the_head_top_ray_stands_for_the_whole_centre_line(map_name: str) -> Non
     # Both outcomes occur, so the check is not vacuous (low cover hides lower points only).
     lower = geometry.los_clear(eye, feet + np.array([0.0, 0.0, 0.7]))
     assert top_clear.sum() > lower.sum() > 100
+
+
+@pytest.mark.parametrize("map_name", ["corridors", "city"])
+def test_piece_blocks_is_the_walks_own_clip(map_name: str) -> None:
+    # The cached-occluder test must agree with the walk: every piece the walk reports stops the
+    # ray, and a ray the walk finds clear is touched by no piece at all.
+    from world.mapfile import builtin_map
+    from world.ray_kernel import piece_blocks, walk
+
+    geometry = MapGeometry(builtin_map(map_name))
+    args = geometry.ray_args
+    frame, ny, n_box, boxes, cv_height, cv_planes, cv_edges = args[:7]
+    n_pieces = n_box + cv_height.shape[0]
+    marks = np.zeros(n_pieces, dtype=np.int64)
+    rng = np.random.default_rng(3)
+    x0, y0, x1, y1 = frame[0], frame[1], frame[2], frame[3]
+    blocked = clear = 0
+    for stamp in range(1, 3001):
+        o = (rng.uniform(x0 + 1, x1 - 1), rng.uniform(y0 + 1, y1 - 1), rng.uniform(0.3, 2.0))
+        e = (o[0] + rng.normal(0, 15), o[1] + rng.normal(0, 15), rng.uniform(0.0, 2.2))
+        v = (e[0] - o[0], e[1] - o[1], e[2] - o[2])
+        hit, piece = walk(*o, *v, 1.0, True, *args, marks, stamp)
+        if piece >= 0:
+            blocked += 1
+            assert piece_blocks(piece, *o, *v, 1.0, frame, n_box, boxes, cv_height, cv_planes, cv_edges)
+        elif hit == np.inf:
+            clear += 1
+            some = rng.integers(0, n_pieces, 40)
+            assert not any(piece_blocks(int(p), *o, *v, 1.0, frame, n_box, boxes, cv_height, cv_planes, cv_edges)
+                           for p in some)
+    assert blocked > 300 and clear > 100
+
+
+def test_cached_occluders_never_change_the_visible_sets() -> None:
+    # A culler that remembers occluders over many refreshes sees exactly what a fresh one sees
+    # (the cache only skips walks it can prove blocked), while most hidden samples come from it.
+    from world.mapfile import builtin_map
+
+    geometry = MapGeometry(builtin_map("city"))
+    x0, y0, x1, y1 = builtin_map("city").bounds
+    rng = np.random.default_rng(11)
+    n = 24
+    w = WorldState(WorldLimits(max_players=n))
+    for slot in range(n):
+        w.activate(slot, 1, 7, 35)
+        w.spawn(slot, (rng.uniform(x0 + 2, x1 - 2), rng.uniform(y0 + 2, y1 - 2), 0.0), 0.0)
+    kept = VisibilityCuller(VisibilityConfig(), geometry, n, 64)
+    rtt = np.full(n, 0.08)
+    for tick in range(12):
+        step = rng.normal(0.0, 0.4, (n, 2))
+        w.pos[:, :2] = np.clip(w.pos[:, :2] + step, [x0 + 1, y0 + 1], [x1 - 1, y1 - 1])
+        w.vel[:, :2] = step * 16
+        kept.refresh(tick, w, rtt, all_viewers=True)
+        fresh = VisibilityCuller(VisibilityConfig(), geometry, n, 64)
+        fresh.refresh(tick, w, rtt, all_viewers=True)
+        assert np.array_equal(kept.visible, fresh.visible)
+    assert kept.rays_cached > kept.rays_cast

@@ -65,23 +65,71 @@ class RayTables:
 
 
 @numba.njit(cache=True, nogil=True)
-def ray_walk(
-    ox: float, oy: float, oz: float, vx: float, vy: float, vz: float, t_end: float, any_hit: bool,
-    frame: np.ndarray, ny: int, n_box: int, boxes: np.ndarray, cv_height: np.ndarray, cv_planes: np.ndarray,
-    cv_edges: np.ndarray, cell_start: np.ndarray, cell_items: np.ndarray, skip: np.ndarray,
-    seen: np.ndarray, stamp: int,
+def _clip(
+    piece: int, ox: float, oy: float, z: float, vx: float, vy: float, ix: float, iy: float, iz: float,
+    down: bool, t_in: float, n_box: int, boxes: np.ndarray, cv_height: np.ndarray, cv_planes: np.ndarray,
+    cv_edges: np.ndarray,
 ) -> float:  # pragma: no cover - compiled
-    """First entry parameter of one ray (see the module doc); ``seen[piece] == stamp`` marks the
-    pieces this ray has already clipped."""
-    xmin, ymin, xmax, ymax, fine, inv_fine, gmx, gmy = frame[0], frame[1], frame[2], frame[3], frame[4], frame[5], frame[6], frame[7]
-    if ox <= xmin or ox >= xmax or oy <= ymin or oy >= ymax:
-        return 0.0
+    """Entry parameter of the ray into one piece within [0, t_in], or inf where it does not
+    touch it. ``z`` is the origin's height as :func:`_frame_setup` adjusts it.
+
+    The same clip as the inner loop of :func:`walk`, which keeps its own inline copy: calling
+    this from there, even inlined by numba, made every ray 20 % slower. Tests hold the two to
+    the same answers."""
+    # The parameter interval where the ray is at or below the piece's top: a descending ray
+    # enters it, any other ray leaves it.
+    t_h = ((boxes[piece, 4] if piece < n_box else cv_height[piece - n_box]) - z) * iz
+    if down:
+        enter = t_h if t_h > 0.0 else 0.0
+        leave = t_in
+    else:
+        enter = 0.0
+        leave = t_h if t_h < t_in else t_in
+    if piece < n_box:
+        t1, t2 = (boxes[piece, 0] - ox) * ix, (boxes[piece, 2] - ox) * ix
+        near, far = (t1, t2) if t1 < t2 else (t2, t1)
+        if near > enter:
+            enter = near
+        if far < leave:
+            leave = far
+        if enter > leave:
+            return math.inf
+        t1, t2 = (boxes[piece, 1] - oy) * iy, (boxes[piece, 3] - oy) * iy
+        near, far = (t1, t2) if t1 < t2 else (t2, t1)
+        if near > enter:
+            enter = near
+        if far < leave:
+            leave = far
+    else:
+        c = piece - n_box
+        for e in range(cv_edges[c]):
+            pnx, pny, pc = cv_planes[c, e, 0], cv_planes[c, e, 1], cv_planes[c, e, 2]
+            # Inside the half-plane while num + t den <= 0.
+            num = pnx * ox + pny * oy - pc
+            den = pnx * vx + pny * vy
+            # Parallel to the edge the ray is inside for all t (num <= 0) or for none: a tiny
+            # negative den turns that into an entry bound of -huge or +huge.
+            if den == 0.0:
+                den = -1e-300
+            bound = -num / den
+            if den < 0.0:
+                if bound > enter:
+                    enter = bound
+            elif bound < leave:
+                leave = bound
+    return enter if enter <= leave else math.inf
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _frame_setup(
+    ox: float, oy: float, oz: float, vx: float, vy: float, vz: float, t_end: float, frame: np.ndarray,
+) -> tuple[float, float, float, float, float, float, bool]:  # pragma: no cover - compiled
+    """(t_exit, t_in, ix, iy, iz, z, down) of a ray whose origin is strictly inside the bounds:
+    where it leaves them, its walked range, inverse direction (HUGE for 1 / 0) and clip height."""
+    xmin, ymin, xmax, ymax = frame[0], frame[1], frame[2], frame[3]
     tx = (xmax - ox) / vx if vx > 0.0 else ((xmin - ox) / vx if vx < 0.0 else math.inf)
     ty = (ymax - oy) / vy if vy > 0.0 else ((ymin - oy) / vy if vy < 0.0 else math.inf)
     t_exit = ty if ty < tx else tx
-    best = t_exit if t_exit <= t_end else math.inf
-    if len(cell_items) == 0 or (any_hit and best < math.inf):
-        return best
     t_in = t_end if t_end < t_exit else t_exit
     t_in = t_in if t_in < FAR_T else FAR_T
     ix = 1.0 / vx if vx != 0.0 else HUGE
@@ -90,7 +138,42 @@ def ray_walk(
     # A level ray (vz == 0) is at or below a top for its whole length iff z <= height; with
     # 1 / 0 -> HUGE that needs height - z > 0 even at equality, hence z one ulp lower.
     z = np.nextafter(oz, -math.inf) if vz == 0.0 else oz
-    down = vz < 0.0
+    return t_exit, t_in, ix, iy, iz, z, vz < 0.0
+
+
+@numba.njit(cache=True, nogil=True)
+def piece_blocks(
+    piece: int, ox: float, oy: float, oz: float, vx: float, vy: float, vz: float, t_end: float,
+    frame: np.ndarray, n_box: int, boxes: np.ndarray, cv_height: np.ndarray, cv_planes: np.ndarray,
+    cv_edges: np.ndarray,
+) -> bool:  # pragma: no cover - compiled
+    """True when the ray o + t v (t in [0, t_end], origin inside the bounds) touches ``piece``.
+
+    A sufficient proof that :func:`ray_walk` with ``any_hit`` finds a hit (the walk lists every
+    piece the ray touches), at the cost of one clip: callers that cast the same sight line again
+    and again test the piece that stopped it last time before walking."""
+    if ox <= frame[0] or ox >= frame[2] or oy <= frame[1] or oy >= frame[3]:
+        return False
+    _, t_in, ix, iy, iz, z, down = _frame_setup(ox, oy, oz, vx, vy, vz, t_end, frame)
+    return _clip(piece, ox, oy, z, vx, vy, ix, iy, iz, down, t_in, n_box, boxes, cv_height, cv_planes, cv_edges) < math.inf
+
+
+@numba.njit(cache=True, nogil=True)
+def walk(
+    ox: float, oy: float, oz: float, vx: float, vy: float, vz: float, t_end: float, any_hit: bool,
+    frame: np.ndarray, ny: int, n_box: int, boxes: np.ndarray, cv_height: np.ndarray, cv_planes: np.ndarray,
+    cv_edges: np.ndarray, cell_start: np.ndarray, cell_items: np.ndarray, skip: np.ndarray,
+    seen: np.ndarray, stamp: int,
+) -> tuple[float, int]:  # pragma: no cover - compiled
+    """:func:`ray_walk` that also names the piece of the answer (-1 for the bounds or no hit)."""
+    xmin, ymin, xmax, ymax, fine, inv_fine, gmx, gmy = frame[0], frame[1], frame[2], frame[3], frame[4], frame[5], frame[6], frame[7]
+    if ox <= xmin or ox >= xmax or oy <= ymin or oy >= ymax:
+        return 0.0, -1
+    t_exit, t_in, ix, iy, iz, z, down = _frame_setup(ox, oy, oz, vx, vy, vz, t_end, frame)
+    best = t_exit if t_exit <= t_end else math.inf
+    best_piece = -1
+    if len(cell_items) == 0 or (any_hit and best < math.inf):
+        return best, best_piece
     speed = math.hypot(vx, vy)
     cx0, cy0 = (ox - xmin) * inv_fine, (oy - ymin) * inv_fine
     if speed > 0.0:
@@ -114,7 +197,7 @@ def ray_walk(
         first, stop = cell_start[cell], cell_start[cell + 1]
         if first == stop:
             if last:
-                return best
+                return best, best_piece
             # The next samples up to skip[cell] - 1 cells on are in empty cells too.
             k += skip[cell]
             continue
@@ -151,11 +234,8 @@ def ray_walk(
                 c = piece - n_box
                 for e in range(cv_edges[c]):
                     pnx, pny, pc = cv_planes[c, e, 0], cv_planes[c, e, 1], cv_planes[c, e, 2]
-                    # Inside the half-plane while num + t den <= 0.
                     num = pnx * ox + pny * oy - pc
                     den = pnx * vx + pny * vy
-                    # Parallel to the edge the ray is inside for all t (num <= 0) or for none:
-                    # a tiny negative den turns that into an entry bound of -huge or +huge.
                     if den == 0.0:
                         den = -1e-300
                     bound = -num / den
@@ -166,14 +246,29 @@ def ray_walk(
                         leave = bound
             if enter <= leave:
                 if any_hit:
-                    return enter
+                    return enter, piece
                 if enter < best:
                     best = enter
+                    best_piece = piece
+                    best_piece = piece
         # Every piece entered before the previous sample has been tested: a piece entered
         # earlier lies within half a cell length of an already visited sample.
         if last or best <= (k - 1) * step:
-            return best
+            return best, best_piece
         k += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def ray_walk(
+    ox: float, oy: float, oz: float, vx: float, vy: float, vz: float, t_end: float, any_hit: bool,
+    frame: np.ndarray, ny: int, n_box: int, boxes: np.ndarray, cv_height: np.ndarray, cv_planes: np.ndarray,
+    cv_edges: np.ndarray, cell_start: np.ndarray, cell_items: np.ndarray, skip: np.ndarray,
+    seen: np.ndarray, stamp: int,
+) -> float:  # pragma: no cover - compiled
+    """First entry parameter of one ray (see the module doc); ``seen[piece] == stamp`` marks the
+    pieces this ray has already clipped."""
+    return walk(ox, oy, oz, vx, vy, vz, t_end, any_hit, frame, ny, n_box, boxes, cv_height, cv_planes, cv_edges,
+                cell_start, cell_items, skip, seen, stamp)[0]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -190,9 +285,9 @@ def first_entries(
     out = np.empty(n)
     seen = np.zeros(n_box + cv_height.shape[0], dtype=np.int64)
     for r in range(n):
-        out[r] = ray_walk(o[r, 0], o[r, 1], o[r, 2], v[r, 0], v[r, 1], v[r, 2], t_end[r], any_hit,
-                       frame, ny, n_box, boxes, cv_height, cv_planes, cv_edges, cell_start, cell_items, skip,
-                       seen, r + 1)
+        out[r] = walk(o[r, 0], o[r, 1], o[r, 2], v[r, 0], v[r, 1], v[r, 2], t_end[r], any_hit,
+                      frame, ny, n_box, boxes, cv_height, cv_planes, cv_edges, cell_start, cell_items, skip,
+                      seen, r + 1)[0]
     return out
 
 
