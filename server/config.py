@@ -62,8 +62,9 @@ class ServerConfig:
 
     Attributes:
         tick_rate_hz: fixed simulation rate (Hz): 64 (CS2) default, 128 (VALORANT) supported.
-        snapshot_interval_ticks: send a snapshot every N ticks; 0 = automatic (every tick up to
-            64 Hz, every second tick at 128 Hz: 64 snapshots/s either way).
+        snapshot_interval_ticks: send each client a snapshot every N ticks; 0 = automatic (every
+            tick up to 64 Hz, every second tick at 128 Hz: 64 snapshots/s either way). Clients
+            take turns by slot (slot % N == tick % N), so every tick sends 1/N of them.
         max_clients: simultaneous players (slots).
         client_timeout_s: a client silent this long is disconnected (s).
         respawn_delay_s: time dead before respawning (s).
