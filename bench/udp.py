@@ -1,7 +1,9 @@
 """Server receive cost per datagram vs a plain recvfrom loop, measured in the same run.
 
 A forked sender process blasts N INPUT datagrams (4 commands each, the real wire format) at the
-receiver over 127.0.0.1. The receiver's CPU time (``time.process_time``: idle waiting costs
+receiver over 127.0.0.1. By default each INPUT brings one new command and re-sends the 3 before it,
+as a client sending one INPUT per command does (``--new-commands 4``: every command new, no
+re-sends). The receiver's CPU time (``time.process_time``: idle waiting costs
 nothing) divided by the datagrams it received is the cost per datagram, for three receivers:
 
 - ``raw``: a blocking ``socket.recvfrom`` loop (the baseline);
@@ -45,17 +47,18 @@ def _sender(fd: int, target: tuple[str, int], payloads: list[bytes], pace_every:
     sock.close()
 
 
-def _inputs(token: bytes, n: int) -> list[bytes]:
+def _inputs(token: bytes, n: int, new_per_input: int = 1) -> list[bytes]:
+    """``n`` INPUT datagrams of 4 commands each; ``new_per_input`` of them (the newest) are new."""
     out = []
     for k in range(1, n + 1):
-        cmds = tuple(
-            proto.Command(seq=k * 4 + j, client_tick=k, view_time_s=k / 64, duration_s=1 / 64, forward=1.0,
+        newest = 3 + k * new_per_input
+        cmds = [
+            proto.Command(seq=seq, client_tick=seq, view_time_s=seq / 64, duration_s=1 / 64, forward=1.0,
                           side=0.0, yaw_deg=10.0, pitch_deg=-2.0, buttons=0, weapon_switch=0,
                           recoil_pitch_deg=0.0, recoil_yaw_deg=0.0, pos=(5.0, 5.0, 0.0))
-            for j in range(4)
-        )
-        out.append(proto.encode(proto.Input(token=token, packet_seq=k, client_time_s=k / 64, ack_tick=None,
-                                            commands=cmds)))
+            for seq in range(newest - 3, newest + 1)
+        ]
+        out.append(proto.encode(proto.Input.with_commands(token, k, k / 64, None, cmds)))
     return out
 
 
@@ -142,18 +145,21 @@ def main(argv: list[str]) -> dict[str, Any]:
     parser.add_argument("--datagrams", type=int, default=20_000)
     parser.add_argument("--pace", type=int, default=64, help="sender sleeps 0.5 ms every N datagrams")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--new-commands", type=int, choices=(1, 4), default=1,
+                        help="new commands per 4-command INPUT (1: a client's usual re-sends; 4: none re-sent)")
     args = parser.parse_args(argv)
     n = args.datagrams
+    fresh = args.new_commands
     results: dict[str, list[float]] = {"raw": [], "transport": [], "server": []}
     received: dict[str, int] = {}
     for _ in range(args.rounds):
-        cpu, got = _raw(_inputs(b"\0" * 16, n), args.pace, 2.0)
+        cpu, got = _raw(_inputs(b"\0" * 16, n, fresh), args.pace, 2.0)
         results["raw"].append(cpu / max(got, 1))
         received["raw"] = got
-        cpu, got = _run_async(_served(lambda tok: _inputs(tok, n), args.pace, 30.0, full=False))
+        cpu, got = _run_async(_served(lambda tok: _inputs(tok, n, fresh), args.pace, 30.0, full=False))
         results["transport"].append(cpu / max(got, 1))
         received["transport"] = got
-        cpu, got = _run_async(_served(lambda tok: _inputs(tok, n), args.pace, 30.0, full=True))
+        cpu, got = _run_async(_served(lambda tok: _inputs(tok, n, fresh), args.pace, 30.0, full=True))
         results["server"].append(cpu / max(got, 1))
         received["server"] = got
     best = {k: min(v) * 1e6 for k, v in results.items()}
@@ -162,6 +168,7 @@ def main(argv: list[str]) -> dict[str, Any]:
     return {
         "loop": "uvloop" if uvloop is not None else "asyncio",
         "datagrams": n,
+        "new_commands_per_input": fresh,
         "raw_us": round(best["raw"], 3),
         "transport_us": round(best["transport"], 3),
         "server_us": round(best["server"], 3),

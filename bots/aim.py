@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import bisect
 import math
+import operator
 from collections import deque
 from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 import numpy as np
 
@@ -45,6 +47,10 @@ MIN_JERK_PEAK_FACTOR = 1.875
 
 PITCH_LIMIT_DEG = 89.0
 """Pitch is kept inside [-89, 89] deg, the world's limit."""
+
+_TWO_PI = 2.0 * math.pi
+_SAMPLE_TIME = operator.itemgetter(0)
+"""Time (s) of a target sample ``(t, x, y, z)`` in the aim controller's buffer."""
 
 
 # ----------------------------------------------------------------------------- motor primitives
@@ -163,48 +169,61 @@ class Tremor:
 
     def __init__(self, skill: Skill) -> None:
         self.skill = skill
-        self._phase = [0.0, 0.0]
-        self._mod = [0.0, 0.0, 0.0]  # yaw amplitude, pitch amplitude, frequency
-        self._drift = [0.0, 0.0]
+        self._ph0 = self._ph1 = 0.0
+        self._m0 = self._m1 = self._m2 = 0.0  # yaw amplitude, pitch amplitude, frequency
+        self._d0 = self._d1 = 0.0
         self._started = False
+        # Per-step constants of the last dt (s): dt, mod decay, mod kick, drift decay, drift kick.
+        # A client steps at a constant rate, so they are computed once, not every tick.
+        self._consts = (math.nan, 0.0, 0.0, 0.0, 0.0)
 
     def step(self, dt_s: float, rng: np.random.Generator) -> tuple[float, float]:
         """Advance by ``dt_s`` seconds; returns the (yaw, pitch) offset in degrees. Draws exactly
         7 normals per call (plus 2 uniforms on the first call)."""
         sk = self.skill
         if not self._started:
-            self._phase = [float(v) for v in rng.uniform(0.0, 2.0 * math.pi, 2)]
+            self._ph0, self._ph1 = rng.uniform(0.0, 2.0 * math.pi, 2).tolist()
             self._started = True
         z0, z1, z2, z3, z4, z5, z6 = rng.standard_normal(7).tolist()
-        decay = math.exp(-dt_s / self.MOD_TAU_S)
-        kick = math.sqrt(1.0 - decay * decay)
-        m0, m1, m2 = self._mod
-        m0, m1, m2 = m0 * decay + kick * z0, m1 * decay + kick * z1, m2 * decay + kick * z2
-        self._mod = [m0, m1, m2]
-        freq = sk.tremor_freq_hz * (1.0 + self.FREQ_SD * _clip(m2, -3.0, 3.0))
-        two_pi = 2.0 * math.pi
-        turn = two_pi * freq * dt_s
-        ph0, ph1 = self._phase
-        ph0, ph1 = (ph0 + turn) % two_pi, (ph1 + turn) % two_pi
-        self._phase = [ph0, ph1]
-        amp_y = sk.tremor_amp_deg * _clip(1.0 + self.MOD_SD * m0, 0.3, 1.7)
-        amp_p = sk.tremor_amp_deg * _clip(1.0 + self.MOD_SD * m1, 0.3, 1.7)
-        d_decay = math.exp(-dt_s / sk.drift_tau_s)
-        d_kick = sk.drift_sd_deg * math.sqrt(1.0 - d_decay * d_decay)
+        last_dt, decay, kick, d_decay, d_kick = self._consts
+        if dt_s != last_dt:
+            decay = math.exp(-dt_s / self.MOD_TAU_S)
+            kick = math.sqrt(1.0 - decay * decay)
+            d_decay = math.exp(-dt_s / sk.drift_tau_s)
+            d_kick = sk.drift_sd_deg * math.sqrt(1.0 - d_decay * d_decay)
+            self._consts = (dt_s, decay, kick, d_decay, d_kick)
+        # _clip(x, lo, hi) spelled out inline (this runs for every bot every tick).
+        m0 = self._m0 * decay + kick * z0
+        m1 = self._m1 * decay + kick * z1
+        m2 = self._m2 * decay + kick * z2
+        self._m0, self._m1, self._m2 = m0, m1, m2
+        c = -3.0 if m2 < -3.0 else 3.0 if m2 > 3.0 else m2  # noqa: FURB136
+        freq = sk.tremor_freq_hz * (1.0 + self.FREQ_SD * c)
+        turn = _TWO_PI * freq * dt_s
+        ph0 = (self._ph0 + turn) % _TWO_PI
+        ph1 = (self._ph1 + turn) % _TWO_PI
+        self._ph0, self._ph1 = ph0, ph1
+        c = 1.0 + self.MOD_SD * m0
+        amp_y = sk.tremor_amp_deg * (0.3 if c < 0.3 else 1.7 if c > 1.7 else c)  # noqa: FURB136
+        c = 1.0 + self.MOD_SD * m1
+        amp_p = sk.tremor_amp_deg * (0.3 if c < 0.3 else 1.7 if c > 1.7 else c)  # noqa: FURB136
         lim = 3.0 * sk.drift_sd_deg
-        d0, d1 = self._drift
-        d0, d1 = _clip(d0 * d_decay + d_kick * z3, -lim, lim), _clip(d1 * d_decay + d_kick * z4, -lim, lim)
-        self._drift = [d0, d1]
+        d0 = self._d0 * d_decay + d_kick * z3
+        d0 = -lim if d0 < -lim else lim if d0 > lim else d0  # noqa: FURB136
+        d1 = self._d1 * d_decay + d_kick * z4
+        d1 = -lim if d1 < -lim else lim if d1 > lim else d1  # noqa: FURB136
+        self._d0, self._d1 = d0, d1
         jitter = sk.motor_noise_deg
-        yaw = amp_y * math.sin(ph0) + d0 + jitter * _clip(z5, -3.0, 3.0)
-        pitch = (self.PITCH_FACTOR * amp_p * math.sin(ph1) + d1
-                 + self.PITCH_FACTOR * jitter * _clip(z6, -3.0, 3.0))
+        z5 = -3.0 if z5 < -3.0 else 3.0 if z5 > 3.0 else z5  # noqa: FURB136
+        z6 = -3.0 if z6 < -3.0 else 3.0 if z6 > 3.0 else z6  # noqa: FURB136
+        yaw = amp_y * math.sin(ph0) + d0 + jitter * z5
+        pitch = self.PITCH_FACTOR * amp_p * math.sin(ph1) + d1 + self.PITCH_FACTOR * jitter * z6
         return yaw, pitch
 
     @property
     def drift(self) -> tuple[float, float]:
         """Current slow drift (yaw, pitch) in degrees."""
-        return self._drift[0], self._drift[1]
+        return self._d0, self._d1
 
     @property
     def bound_deg(self) -> float:
@@ -226,6 +245,7 @@ class RecoilCompensator:
         self.gain = skill.recoil_control
         self.pull_pitch_deg = 0.0
         self.pull_yaw_deg = 0.0
+        self._k = (math.nan, 0.0)  # (dt, pull fraction per step of that dt): dt is constant
 
     def reset(self) -> None:
         """Forget the current pull (respawn, weapon switch)."""
@@ -240,7 +260,10 @@ class RecoilCompensator:
     def step(self, dt_s: float, punch_pitch_deg: float, punch_yaw_deg: float) -> tuple[float, float]:
         """Advance by ``dt_s``; returns the view offset (yaw, pitch) in degrees to add: pitch down
         against the upward kick, yaw towards the kick (the shot flies at yaw - punch_yaw)."""
-        k = 1.0 - math.exp(-dt_s / self.skill.recoil_lag_s)
+        last_dt, k = self._k
+        if dt_s != last_dt:
+            k = 1.0 - math.exp(-dt_s / self.skill.recoil_lag_s)
+            self._k = (dt_s, k)
         self.pull_pitch_deg += (self.gain * punch_pitch_deg - self.pull_pitch_deg) * k
         self.pull_yaw_deg += (self.gain * punch_yaw_deg - self.pull_yaw_deg) * k
         return self.pull_yaw_deg, -self.pull_pitch_deg
@@ -349,8 +372,7 @@ class AimPhase(str, Enum):
     TRACK = "track"
 
 
-@dataclass(frozen=True, slots=True)
-class AimTarget:
+class AimTarget(NamedTuple):
     """The target as the player sees it this tick.
 
     Attributes: slot; point_m: the chosen aim point on the body (m, world); eye_m: the own eye
@@ -373,8 +395,7 @@ class AimTarget:
         return direction_angles(self.eye_m, self.point_m)
 
 
-@dataclass(frozen=True, slots=True)
-class AimOutput:
+class AimOutput(NamedTuple):
     """The view to send and what the player believes about its aim.
 
     Attributes: yaw_deg in [-180, 180), pitch_deg (deg): the view; phase; target (slot or None);
@@ -525,15 +546,14 @@ class AimController:
         buf = self._buffer
         if t_s <= buf[0][0]:
             return buf[0][1], buf[0][2], buf[0][3]
-        for i in range(len(buf) - 1, -1, -1):
-            t0, x0, y0, z0 = buf[i]
-            if t0 <= t_s:
-                if i == len(buf) - 1:
-                    return x0, y0, z0
-                t1, x1, y1, z1 = buf[i + 1]
-                w = (t_s - t0) / (t1 - t0) if t1 > t0 else 1.0
-                return x0 + w * (x1 - x0), y0 + w * (y1 - y0), z0 + w * (z1 - z0)
-        return buf[0][1], buf[0][2], buf[0][3]  # pragma: no cover - the loop always returns
+        # The newest sample at or before t_s (the samples are in time order).
+        i = bisect.bisect_right(buf, t_s, key=_SAMPLE_TIME) - 1
+        t0, x0, y0, z0 = buf[i]
+        if i == len(buf) - 1:
+            return x0, y0, z0
+        t1, x1, y1, z1 = buf[i + 1]
+        w = (t_s - t0) / (t1 - t0) if t1 > t0 else 1.0
+        return x0 + w * (x1 - x0), y0 + w * (y1 - y0), z0 + w * (z1 - z0)
 
     def _angles_of(self, point: tuple[float, float, float], ref_yaw: float) -> tuple[float, float]:
         yaw, pitch, _ = direction_angles(self._eye, point)
@@ -647,7 +667,8 @@ class AimController:
         sk = self.skill
         cfg = self.config
         t = now_s
-        self._fold(t)
+        if self._moves:
+            self._fold(t)
 
         if target is None:
             if self.target is not None:
@@ -692,17 +713,25 @@ class AimController:
             self._pursue(t, dt_s, rng)
         if self.phase is AimPhase.IDLE and look is not None and not self._moves:
             self._look(t, look, rng)
-        self._fold(t)
+        if self._moves:
+            self._fold(t)
+            hy, hp = self.hand(t)
+        else:
+            hy, hp = self._base_yaw, self._base_pitch
 
-        hy, hp = self.hand(t)
         ty, tp = self.tremor.step(dt_s, rng)
         ry, rp = self.recoil.step(dt_s, punch[0], punch[1])
         self._offset = (ty + ry, tp + rp)
         # Whole mouse counts: the view moves by integer multiples of one count.
         q = sk.mouse_count_deg
-        self._out_yaw += round((hy + ty + ry - self._out_yaw) / q) * q
-        self._out_pitch += round((hp + tp + rp - self._out_pitch) / q) * q
-        self._out_pitch = _clip(self._out_pitch, -PITCH_LIMIT_DEG, PITCH_LIMIT_DEG)
+        out_yaw = self._out_yaw
+        out_yaw += round((hy + ty + ry - out_yaw) / q) * q
+        out_pitch = self._out_pitch
+        out_pitch += round((hp + tp + rp - out_pitch) / q) * q
+        lim = PITCH_LIMIT_DEG
+        out_pitch = -lim if out_pitch < -lim else lim if out_pitch > lim else out_pitch  # noqa: FURB136
+        self._out_yaw = out_yaw
+        self._out_pitch = out_pitch
 
         err = math.inf
         if self.target is not None and self._buffer:
@@ -763,9 +792,12 @@ class AimController:
 
     def _look(self, t_s: float, look: tuple[float, float], rng: np.random.Generator) -> None:
         sk = self.skill
-        hy, _ = self.hand(t_s)
+        hy, hp = self.hand(t_s)
         goal = (hy + _wrap(look[0] - hy), float(look[1]))
-        if self._error_to(t_s, goal) < self.config.look_threshold_deg:
+        # self._error_to(t_s, goal), inlined (a look request comes nearly every idle tick).
+        dy, dp = self.tremor.drift
+        sy, sp = hy + dy, hp + dp
+        if math.hypot(_wrap(goal[0] - sy) * math.cos(math.radians(sp)), goal[1] - sp) < self.config.look_threshold_deg:
             return
         self._plan(t_s, goal, self.config.look_width_deg, sk.fitts_a_s, 0.0, sk.amplitude_sd, sk.direction_sd,
                    sk.min_flick_s, rng)

@@ -38,7 +38,7 @@ import numpy as np
 from bots.hooks import ClientHooks
 from bots.perception import Brain, Intent, Perception
 from bots.prediction import MoveState, PredictionConfig, Predictor, state_from_correction
-from bots.world_model import EntityView, ShotClaim, WorldModel, WorldModelConfig
+from bots.world_model import EntityView, ShotClaim, WorldModel, WorldModelConfig, seen_rows
 from physics.buttons import ALL_BUTTONS, Buttons
 from physics.config import WeaponConfig
 from physics.evidence import FireKind
@@ -67,6 +67,7 @@ from server.protocol import (
     Snapshot,
     decode_server,
     encode,
+    pack_command,
 )
 from world.constants import CROUCHING_EYE_M, STANCE_CROUCHING, STANCE_STANDING, STANDING_EYE_M
 from world.geometry import MapGeometry
@@ -324,6 +325,8 @@ class BotClient:
         """Command clock (s): the sum of the durations of the commands generated, the clock the
         server runs weapon timing on (its per-player ``cmd_time_s``)."""
         self._history: deque[Command] = deque(maxlen=config.redundancy)
+        self._records: deque[bytes] = deque(maxlen=config.redundancy)
+        """The wire records of ``_history``, packed once each: every command is re-sent."""
         self._shots_by_seq: dict[int, list[Shot]] = {}
         self._ack_tick: int | None = None
         self._pings: dict[int, float] = {}
@@ -530,6 +533,10 @@ class BotClient:
 
     def _dispatch(self, msg: object, now_s: float) -> bool:
         st = self._state
+        if st is ConnState.CONNECTED and isinstance(msg, Snapshot):
+            # The usual datagram, straight to where the checks below would take it.
+            self._on_snapshot(msg, now_s)
+            return True
         if isinstance(msg, Challenge):
             if st not in (ConnState.CONNECTING, ConnState.CHALLENGED):
                 return False
@@ -730,7 +737,9 @@ class BotClient:
             self._held = []
         return out
 
-    def _perception(self, now_s: float, view_time_s: float, view: EntityView) -> Perception:
+    def _perception(self, now_s: float, view_time_s: float, rows: tuple[np.ndarray, np.ndarray]) -> Perception:
+        """What the brain sees: ``rows`` are the entities at the view time, as
+        ``WorldModel.interpolate_rows`` returns them."""
         st = self._predictor.state
         # The weapons need no advance: the last command advanced them to the command clock, and
         # nothing since has moved it.
@@ -740,27 +749,29 @@ class BotClient:
         if key != self._owned_key:
             self._owned_key = key
             self._owned = tuple(w for w, has in enumerate(ws.owned[0].tolist()) if has)
+        # Positional, in field order (now_s ... entities, team, weapons_owned): built every tick.
         return Perception(
-            now_s=now_s,
-            view_time_s=view_time_s,
-            tick=self._tick,
-            slot=self._slot if self._slot is not None else -1,
-            pos=st.pos,
-            vel=st.vel,
-            yaw_deg=self._yaw,
-            pitch_deg=self._pitch,
-            crouching=st.stance == STANCE_CROUCHING,
-            on_ground=st.on_ground,
-            alive=self._alive,
-            health=self._health,
-            weapon=held,
-            ammo=int(ws.ammo[0, held]) if held else 0,
-            reserve=int(ws.reserve[0, held]) if held else 0,
-            reloading=self._reloading(self._cmd_time_s),
-            punch_pitch_deg=float(ws.punch_pitch_deg[0]),
-            punch_yaw_deg=float(ws.punch_yaw_deg[0]),
-            entities=view.seen(),
-            weapons_owned=self._owned,
+            now_s,
+            view_time_s,
+            self._tick,
+            self._slot if self._slot is not None else -1,
+            st.pos,
+            st.vel,
+            self._yaw,
+            self._pitch,
+            st.stance == STANCE_CROUCHING,
+            st.on_ground,
+            self._alive,
+            self._health,
+            held,
+            int(ws.ammo[0, held]) if held else 0,
+            int(ws.reserve[0, held]) if held else 0,
+            self._reloading(self._cmd_time_s),
+            float(ws.punch_pitch_deg[0]),
+            float(ws.punch_yaw_deg[0]),
+            seen_rows(*rows),
+            None,
+            self._owned,
         )
 
     def _reloading(self, t: float) -> bool:
@@ -782,23 +793,27 @@ class BotClient:
         """Keep an intent inside the protocol's ranges (a brain bug must not send NaN)."""
         yaw = _finite(intent.yaw_deg, self._yaw)
         pitch = _finite(intent.pitch_deg, self._pitch)
+        forward = _finite(intent.forward, 0.0)
+        side = _finite(intent.side, 0.0)
         switch = intent.weapon_switch if intent.weapon_switch in _WEAPON_IDS else 0
+        lim = PITCH_LIMIT_DEG
+        # min(max(x, lo), hi) spelled as conditionals (the same value for any x; every tick).
         return Intent(
-            forward=min(max(_finite(intent.forward, 0.0), -1.0), 1.0),
-            side=min(max(_finite(intent.side, 0.0), -1.0), 1.0),
-            yaw_deg=float(wrap_deg(yaw)),
-            pitch_deg=min(max(pitch, -PITCH_LIMIT_DEG), PITCH_LIMIT_DEG),
-            buttons=int(intent.buttons) & ALL_BUTTONS,
-            weapon_switch=switch,
-            aim_target=intent.aim_target,
+            -1.0 if -1.0 > forward else 1.0 if 1.0 < forward else forward,  # noqa: FURB136
+            -1.0 if -1.0 > side else 1.0 if 1.0 < side else side,  # noqa: FURB136
+            float(wrap_deg(yaw)),
+            -lim if -lim > pitch else lim if lim < pitch else pitch,  # noqa: FURB136
+            int(intent.buttons) & ALL_BUTTONS,
+            switch,
+            intent.aim_target,
         )
 
     def _game_step(self, now_s: float, dt: float) -> list[bytes]:
         self._tick += 1
         vt = self.world.advance_view_time(now_s)
         vt = 0.0 if vt is None else vt
-        view = self.world.interpolate(vt)
-        p = self.hooks.perceive(self._perception(now_s, vt, view))
+        rows = self.world.interpolate_rows(vt)
+        p = self.hooks.perceive(self._perception(now_s, vt, rows))
         self.last_perception = p
         honest = self.brain.think(p, self.rng)
         intent = self._sanitize(self.hooks.intent(p, honest, self.rng))
@@ -806,11 +821,12 @@ class BotClient:
         n = min(max(int(self.hooks.commands_this_step(now_s, self.rng)), 1), self.config.max_commands_per_step)
         shots: list[Shot] = []
         for k in range(n):
-            cmd, shot = self._make_command(intent, vt, view, dt, first=k == 0)
+            cmd, shot = self._make_command(intent, vt, rows, dt, first=k == 0)
             sent = self.hooks.command(cmd, p)
             if sent.pos != cmd.pos:
                 self._predictor.override(sent.pos)
             self._history.append(sent)
+            self._records.append(pack_command(sent))
             self._yaw, self._pitch = float(sent.yaw_deg), float(sent.pitch_deg)
             self._c["commands"] += 1
             if shot is not None:
@@ -823,9 +839,10 @@ class BotClient:
         return out
 
     def _make_command(
-        self, intent: Intent, vt: float, view: EntityView, dt: float, first: bool
+        self, intent: Intent, vt: float, rows: tuple[np.ndarray, np.ndarray], dt: float, first: bool
     ) -> tuple[Command, Shot | None]:
-        """One command from the intent: predicted movement, own weapon prediction, shot claim."""
+        """One command from the intent: predicted movement, own weapon prediction, shot claim
+        (against the entities ``rows`` at view time ``vt``, ``WorldModel.interpolate_rows``)."""
         self._cmd_seq = (self._cmd_seq + 1) & _U32
         seq = self._cmd_seq
         self._cmd_time_s += dt
@@ -850,7 +867,7 @@ class BotClient:
             ws.note_crouch_presses(np.array([0]), t)
         if switch and switch != held and ws.owned[0, switch]:
             ws.switch_weapon(0, switch, t)
-        held = int(ws.weapon[0])
+            held = int(ws.weapon[0])
         if (
             alive and buttons & _FIRE and held and ws.ammo[0, held] <= 0 and ws.reserve[0, held] > 0
             and not self._reloading(t)
@@ -869,7 +886,7 @@ class BotClient:
                 fire = outcome.evidence is not None and outcome.evidence.kind is FireKind.TOO_SOON
             if fire:
                 punch = (outcome.punch_pitch_deg, outcome.punch_yaw_deg) if outcome.accepted else punch
-                shot = self._shot(seq, held, intent, punch, state, vt, view)
+                shot = self._shot(seq, held, intent, punch, state, vt, EntityView.from_rows(*rows))
         self._weapon_marks[seq] = _WeaponMark(held, int(ws.ammo[0, held]) if held else 0,
                                               int(ws.reserve[0, held]) if held else 0)
         cmd = Command(
@@ -894,7 +911,8 @@ class BotClient:
         whole INPUT (and the 3 re-sent commands with it). Only a nonsensical server state (a
         position far outside any map) can get there."""
         lim = self.config.protocol.coord_limit_m
-        if all(-lim <= c <= lim for c in pos):
+        x, y, z = pos
+        if -lim <= x <= lim and -lim <= y <= lim and -lim <= z <= lim:
             return pos
         return (min(max(pos[0], -lim), lim), min(max(pos[1], -lim), lim), min(max(pos[2], -lim), lim))
 
@@ -947,17 +965,18 @@ class BotClient:
         max_shots = lim.max_shots if lim else self.config.protocol.max_shots
         max_bytes = min(lim.max_datagram_bytes if lim else 1200, self.config.protocol.max_datagram_bytes)
         cmds = list(self._history)[-max_cmds:]
+        records = list(self._records)[-max_cmds:]
         while True:
             seqs = [c.seq for c in cmds]
-            shots = [s for q in seqs for s in self._shots_by_seq.get(q, ())]
+            shots = [s for q in seqs for s in self._shots_by_seq.get(q, ())] if self._shots_by_seq else []
             if len(shots) > max_shots:
                 # The newest shots matter: older ones already went out with earlier packets.
                 shots = shots[len(shots) - max_shots:]
-            msg = Input(self._token, self._packet_seq, max(now_s, 0.0), self._ack_tick, tuple(cmds), tuple(shots))
+            msg = Input(self._token, self._packet_seq, max(now_s, 0.0), self._ack_tick, b"".join(records), tuple(shots))
             data = encode(msg, check_size=False)
             if len(data) <= max_bytes or len(cmds) == 1:
                 break
-            cmds = cmds[1:]
+            cmds, records = cmds[1:], records[1:]
         self._next_packet_seq()
         self._c["inputs"] += 1
         return self._count_out(data)

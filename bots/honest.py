@@ -21,6 +21,7 @@ import logging
 import math
 from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 import numpy as np
 
@@ -166,8 +167,7 @@ def is_enemy(p: Perception, e: SeenEntity) -> bool:
 # ------------------------------------------------------------------------------ target choice
 
 
-@dataclass(frozen=True, slots=True)
-class Sighting:
+class Sighting(NamedTuple):
     """A target the player is fighting: the entity, its distance (m) and bearing/pitch from the eye (deg)."""
 
     entity: SeenEntity
@@ -205,12 +205,22 @@ class TargetSelector:
         """Rendered, alive enemies in line of sight of the own eye. Entities that are not rendered
         are removed first: nothing downstream ever sees them. Line of sight is re-checked every
         ``los_period_s`` per entity (a human's visual sampling is no faster)."""
-        ents = [e for e in p.entities if e.rendered and e.alive and is_enemy(p, e)]
+        own, team = p.slot, p.team
+        # is_enemy(p, e), inlined: this runs for every entity of every bot every tick.
+        ents = [e for e in p.entities if e.rendered and e.alive and e.slot != own
+                and (team is None or e.team is None or e.team != team)]
         if not ents or self.geometry is None:
             return ents
         now = p.now_s
-        stale = [e for e in ents if now - self._los.get(e.slot, (-math.inf, False))[0] >= self.config.los_period_s]
-        if stale:
+        period = self.config.los_period_s
+        los = self._los
+        refresh = False
+        for e in ents:
+            checked = los.get(e.slot)
+            if checked is None or now - checked[0] >= period:
+                refresh = True
+                break
+        if refresh:
             # Refresh everyone at once: one batched query instead of one per entity.
             stale = ents
             eye = eye_position(p.pos, p.crouching)
@@ -232,8 +242,16 @@ class TargetSelector:
         if self._last_health is not None and p.health < self._last_health:
             self._hurt_at = now
         self._last_health = p.health
-        eye = eye_position(p.pos, p.crouching)
         seen = self.candidates(p)
+        if not seen:
+            # Nobody to fight (most ticks): what the general case below ends with.
+            noticed = self._noticed
+            if noticed:
+                for slot in [s for s, t in noticed.items() if now - t > cfg.memory_s]:
+                    del noticed[slot]
+            self.current = None
+            return None
+        eye = eye_position(p.pos, p.crouching)
         sightings: dict[int, Sighting] = {}
         for e in seen:
             # The chest line straight above the feet: bearings need no more precision than that.
@@ -278,8 +296,7 @@ class MoveMode(str, Enum):
     COVER = "cover"
 
 
-@dataclass(frozen=True, slots=True)
-class MoveOutput:
+class MoveOutput(NamedTuple):
     """Movement keys, an optional look request (yaw, pitch deg) for when no target is aimed at,
     and ``settling``: the player is stopping to shoot and waits for the body to slow down."""
 
@@ -290,8 +307,7 @@ class MoveOutput:
     settling: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class FightInfo:
+class FightInfo(NamedTuple):
     """What the legs need to know about the fight this tick.
 
     Attributes: target (None when none visible); threat_pos: last known enemy position (m) or None;
@@ -361,8 +377,9 @@ class HonestMover:
         """Keys and look heading that follow the current path; replans when done or stuck."""
         cfg = self.config
         x, y = p.pos[0], p.pos[1]
-        while self.path and math.hypot(self.path[0][0] - x, self.path[0][1] - y) < cfg.waypoint_reached_m:
-            self.path.pop(0)
+        path = self.path
+        while path and math.hypot(path[0][0] - x, path[0][1] - y) < cfg.waypoint_reached_m:
+            path.pop(0)
         rx, ry, rt = self._progress_ref
         if p.now_s - rt >= cfg.stuck_window_s:
             if self.path and math.hypot(x - rx, y - ry) < cfg.stuck_progress_m:
@@ -554,6 +571,8 @@ class HonestBrain:
         self._last_switch_s = -math.inf
         self._last_aim: AimOutput | None = None
         self._weapon = 0
+        self._spec_id: int | None = None
+        self._spec: WeaponSpec | None = None
         self.last_fire_s = -math.inf
 
     def _respawn(self, p: Perception) -> None:
@@ -582,10 +601,14 @@ class HonestBrain:
         self._last_now = p.now_s
         now = p.now_s
 
-        try:
-            spec: WeaponSpec | None = weapon(p.weapon)
-        except KeyError:
-            spec = None
+        if p.weapon != self._spec_id:
+            # The specs are constants: looked up again only when the held weapon changes.
+            self._spec_id = p.weapon
+            try:
+                self._spec = weapon(p.weapon)
+            except KeyError:
+                self._spec = None
+        spec = self._spec
         if p.weapon != self._weapon:
             # A new weapon has its own recoil: the pull of the old spray is gone.
             self._weapon = p.weapon
@@ -604,7 +627,7 @@ class HonestBrain:
             and last.phase in (AimPhase.CORRECT, AimPhase.TRACK)
             and last.perceived_error_deg <= 2.0 * self.skill.fire_tolerance * 0.5 * max(last.width_deg, 1e-6)
         )
-        fight = FightInfo(target=sighting, threat_pos=threat, aim_ready=aim_ready, reloading=p.reloading, spec=spec)
+        fight = FightInfo(sighting, threat, aim_ready, p.reloading, spec)
         move = self.mover.step(p, self._view[0], fight, rng)
 
         out = self.aim.step(now, dt, aim_target, rng, look=move.look, punch=(p.punch_pitch_deg, p.punch_yaw_deg))
@@ -634,15 +657,8 @@ class HonestBrain:
                 buttons |= _RELOAD
                 self._last_reload_press_s = now
             switch = self._weapon_switch(p, now, dt, rng)
-        return Intent(
-            forward=move.forward,
-            side=move.side,
-            yaw_deg=out.yaw_deg,
-            pitch_deg=out.pitch_deg,
-            buttons=int(buttons),
-            weapon_switch=switch,
-            aim_target=out.target,
-        )
+        # Positional, in field order (forward, side, yaw, pitch, buttons, switch, aim target).
+        return Intent(move.forward, move.side, out.yaw_deg, out.pitch_deg, int(buttons), switch, out.target)
 
     def _aim_target(self, p: Perception, s: Sighting, rng: np.random.Generator) -> AimTarget:
         """Angles to this engagement's aim point on the target (drawn per engagement, raised to a

@@ -19,9 +19,10 @@ import logging
 import math
 from collections import deque
 from dataclasses import dataclass, field
+from math import isfinite
 from typing import NamedTuple
 
-from physics.buttons import Buttons
+from physics.buttons import ALL_BUTTONS, Buttons
 from physics.config import MovementConfig
 from physics.movement import MoveCommands, simulate_one
 from world.constants import STANCE_CROUCHING, STANCE_STANDING
@@ -33,6 +34,7 @@ Vec3 = tuple[float, float, float]
 
 _JUMP = int(Buttons.JUMP)
 _CROUCH = int(Buttons.CROUCH)
+_NOT_BUTTONS = ~int(ALL_BUTTONS)
 
 
 class MoveState(NamedTuple):
@@ -72,17 +74,21 @@ class PredictionConfig:
             raise ValueError("PredictionConfig.max_pending must be at least 1")
 
 
-@dataclass(frozen=True, slots=True)
-class PendingCommand:
+class PendingCommand(NamedTuple):
     """A command applied locally and not yet acknowledged by the server.
 
-    Attributes: seq; cmd: the movement input (one row); weapon_speed_m_s: held weapon's move speed
-    (m/s); moves: False while dead (the state is carried over unchanged); result: predicted state
-    after the command.
+    Attributes: seq; forward, side (in [-1, 1]), yaw_deg (deg), buttons, dt_s (s): the movement
+    input, as validated by ``MoveCommands``; weapon_speed_m_s: held weapon's move speed (m/s);
+    moves: False while dead (the state is carried over unchanged); result: predicted state after
+    the command.
     """
 
     seq: int
-    cmd: MoveCommands
+    forward: float
+    side: float
+    yaw_deg: float
+    buttons: int
+    dt_s: float
     weapon_speed_m_s: float
     moves: bool
     result: MoveState
@@ -101,7 +107,15 @@ class Reconciliation(NamedTuple):
     error_m: float
 
 
+# The two outcomes without a replay, shared (immutable): an honest client gets one per snapshot.
+_STALE = Reconciliation(True, False, 0.0)
+_AGREED = Reconciliation(False, False, 0.0)
+
+
 def _close(a: MoveState, b: MoveState, pos_m: float, vel_m_s: float) -> bool:
+    if a == b:
+        # The usual case (an honest client on the same code): equal states are at distance 0.
+        return True
     return (
         math.dist(a.pos, b.pos) <= pos_m
         and math.dist(a.vel, b.vel) <= vel_m_s
@@ -125,6 +139,10 @@ class Predictor:
         self._base = initial
         self._base_seq: int | None = None
         self._pending: deque[PendingCommand] = deque()
+        # One command's arrays, rewritten before each ``simulate_one`` call: building a
+        # ``MoveCommands`` per command cost more than the movement kernel itself. Only the values
+        # ``predict`` validated (as ``MoveCommands`` does) are ever written into it.
+        self._cmd = MoveCommands.single()
         self.replays = 0
         """Reconciliations that re-simulated the pending commands."""
         self.simulated = 0
@@ -154,11 +172,14 @@ class Predictor:
                 return p.result
         return None
 
-    def _step(self, state: MoveState, cmd: MoveCommands, speed: float) -> tuple[MoveState, bool]:
-        buttons = int(cmd.buttons[0])
+    def _step(
+        self, state: MoveState, forward: float, side: float, yaw_deg: float, buttons: int, dt_s: float, speed: float
+    ) -> tuple[MoveState, bool]:
+        """``state`` after one command's movement (validated fields of a ``PendingCommand``; speed
+        in m/s): (state, crouch pressed)."""
         if (
             state.on_ground and state.vel == (0.0, 0.0, 0.0) and state.pos[2] == 0.0
-            and cmd.forward_move[0] == 0.0 and cmd.side_move[0] == 0.0 and not buttons & _JUMP
+            and forward == 0.0 and side == 0.0 and not buttons & _JUMP
         ):
             # Standing still with no input: simulate would return the same position and zero
             # velocity exactly (no friction, no acceleration, no sweep); only the stance follows
@@ -167,6 +188,12 @@ class Predictor:
             stance = STANCE_CROUCHING if crouch else STANCE_STANDING
             return state._replace(stance=stance), crouch and state.stance == STANCE_STANDING
         self.simulated += 1
+        cmd = self._cmd
+        cmd.forward_move[0] = forward
+        cmd.side_move[0] = side
+        cmd.yaw_deg[0] = yaw_deg
+        cmd.buttons[0] = buttons
+        cmd.dt_s[0] = dt_s
         pos, vel, on_ground, stance, pressed = simulate_one(
             state.pos, state.vel, state.on_ground, state.stance, cmd, speed, self.geometry, self.config.movement
         )
@@ -187,16 +214,30 @@ class Predictor:
         """Apply command ``seq`` locally; returns (predicted state after it, crouch pressed).
 
         ``moves`` False (dead) keeps the state unchanged, as the server does not move the dead.
+        A command ``MoveCommands`` refuses (NaN, a non-positive duration, unknown buttons) raises
+        its ValueError.
         """
-        cmd = MoveCommands.single(forward, side, yaw_deg, buttons, dt_s, pitch_deg)
-        prev = self.state
+        if (
+            type(forward) is float and type(side) is float and type(yaw_deg) is float
+            and type(pitch_deg) is float and type(dt_s) is float and type(buttons) is int
+            and isfinite(forward + side + yaw_deg + pitch_deg + dt_s) and dt_s > 0.0 and not buttons & _NOT_BUTTONS
+        ):
+            # What ``MoveCommands.single`` stores for plain valid numbers, without building it.
+            f, s, y, b, d = forward, side, yaw_deg, buttons, dt_s
+        else:
+            checked = MoveCommands.single(forward, side, yaw_deg, buttons, dt_s, pitch_deg)
+            f, s, y = checked.forward_move.item(), checked.side_move.item(), checked.yaw_deg.item()
+            b, d = checked.buttons.item(), checked.dt_s.item()
+        pending = self._pending
+        prev = pending[-1].result if pending else self._base
+        speed = float(weapon_speed_m_s)
         if moves:
-            result, pressed = self._step(prev, cmd, weapon_speed_m_s)
+            result, pressed = self._step(prev, f, s, y, b, d, speed)
         else:
             result, pressed = prev, False
-        self._pending.append(PendingCommand(seq, cmd, float(weapon_speed_m_s), moves, result))
-        while len(self._pending) > self.config.max_pending:
-            self._pending.popleft()
+        pending.append(PendingCommand(seq, f, s, y, b, d, speed, moves, result))
+        if len(pending) > self.config.max_pending:
+            pending.popleft()
         return result, pressed
 
     def override(self, pos: Vec3) -> None:
@@ -207,9 +248,7 @@ class Predictor:
         p = (float(pos[0]), float(pos[1]), float(pos[2]))
         if self._pending:
             last = self._pending[-1]
-            self._pending[-1] = PendingCommand(
-                last.seq, last.cmd, last.weapon_speed_m_s, last.moves, last.result._replace(pos=p)
-            )
+            self._pending[-1] = last._replace(result=last.result._replace(pos=p))
         else:
             self._base = self._base._replace(pos=p)
 
@@ -222,8 +261,7 @@ class Predictor:
         while self._pending and seq is not None and self._pending[0].seq <= seq:
             self._pending.popleft()
         if not moves:
-            self._pending = deque(p if not p.moves else PendingCommand(p.seq, p.cmd, p.weapon_speed_m_s, False, p.result)
-                                  for p in self._pending)
+            self._pending = deque(p._replace(moves=False) if p.moves else p for p in self._pending)
         self._replay()
 
     def reconcile(self, seq: int | None, auth: MoveState, force: bool = False) -> Reconciliation:
@@ -237,7 +275,7 @@ class Predictor:
         if self._base_seq is not None and (seq is None or seq < self._base_seq):
             # "Nothing applied yet" after an acknowledgement is as stale as an older one (a
             # reordered snapshot); a server-side reset comes as a CORRECTION or a respawn.
-            return Reconciliation(True, False, 0.0)
+            return _STALE
         predicted = self._base if seq is None or seq == self._base_seq else None
         while self._pending and seq is not None and self._pending[0].seq <= seq:
             p = self._pending.popleft()
@@ -247,7 +285,7 @@ class Predictor:
         self._base = auth
         self._base_seq = seq
         if not force and predicted is not None and _close(predicted, auth, cfg.match_pos_m, cfg.match_vel_m_s):
-            return Reconciliation(False, False, 0.0)
+            return _AGREED
         before = self.state
         self._replay()
         self.replays += 1
@@ -258,8 +296,8 @@ class Predictor:
         replayed: deque[PendingCommand] = deque()
         for p in self._pending:
             if p.moves:
-                state, _ = self._step(state, p.cmd, p.weapon_speed_m_s)
-            replayed.append(PendingCommand(p.seq, p.cmd, p.weapon_speed_m_s, p.moves, state))
+                state, _ = self._step(state, p.forward, p.side, p.yaw_deg, p.buttons, p.dt_s, p.weapon_speed_m_s)
+            replayed.append(p._replace(result=state))
         self._pending = replayed
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import bisect
 import logging
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -161,6 +162,9 @@ class Frame:
     parts: set[int] = field(default_factory=set)
     ints: np.ndarray = field(default_factory=lambda: _NO_INTS)
     floats: np.ndarray = field(default_factory=lambda: _NO_FLOATS)
+    slot_key: bytes = b""
+    """The slots' bytes: two frames list the same entities exactly when their keys are equal
+    (compared at every interpolation, built once per datagram)."""
 
     @property
     def complete(self) -> bool:
@@ -191,6 +195,11 @@ class SnapshotUpdate(NamedTuple):
     stale: bool
 
 
+# The outcomes of a first part (immutable, shared): every snapshot datagram returns one.
+_NEW_NEWEST = SnapshotUpdate(True, True, False, False)
+_NEW = SnapshotUpdate(True, False, False, False)
+
+
 @dataclass(frozen=True, slots=True)
 class EntityView:
     """Entities at one view time, structure of arrays sorted by slot.
@@ -209,11 +218,9 @@ class EntityView:
     health: np.ndarray
 
     @classmethod
-    def empty(cls) -> EntityView:
-        """No entities."""
-        z = np.zeros(0)
-        return cls(np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros((0, 3)), np.zeros((0, 3)), z, z,
-                   np.zeros(0, np.intp), np.zeros(0, np.intp))
+    def from_rows(cls, ints: np.ndarray, floats: np.ndarray) -> EntityView:
+        """The view of columns as :meth:`WorldModel.interpolate_rows` returns them."""
+        return _view(ints, floats)
 
     def __len__(self) -> int:
         return int(self.slot.shape[0])
@@ -235,31 +242,27 @@ class EntityView:
 
     def seen(self) -> tuple[SeenEntity, ...]:
         """The entities as the brain's records."""
-        flags = self.flags.tolist()
-        pos = self.pos.tolist()
-        vel = self.vel.tolist()
-        yaw = self.yaw.tolist()
-        pitch = self.pitch.tolist()
-        weapon = self.weapon.tolist()
-        health = self.health.tolist()
-        out = []
-        for i, slot in enumerate(self.slot.tolist()):
-            f = flags[i]
-            out.append(
-                SeenEntity(
-                    slot=slot,
-                    pos=(pos[i][0], pos[i][1], pos[i][2]),
-                    vel=(vel[i][0], vel[i][1], vel[i][2]),
-                    yaw_deg=yaw[i],
-                    pitch_deg=pitch[i],
-                    crouching=bool(f & _CROUCHING),
-                    alive=bool(f & _ALIVE),
-                    weapon=weapon[i],
-                    health=health[i],
-                    rendered=not f & _NOT_RENDERED,
-                )
-            )
-        return tuple(out)
+        ints = zip(self.slot.tolist(), self.flags.tolist(), self.weapon.tolist(), self.health.tolist())
+        floats = (p + v + [y, q] for p, v, y, q in zip(self.pos.tolist(), self.vel.tolist(), self.yaw.tolist(),
+                                                     self.pitch.tolist()))
+        return _seen(ints, floats)
+
+
+def seen_rows(ints: np.ndarray, floats: np.ndarray) -> tuple[SeenEntity, ...]:
+    """``EntityView.seen()`` of a view's columns (as :meth:`WorldModel.interpolate_rows` returns
+    them) without building the view."""
+    if not ints.shape[0]:
+        return ()  # the usual case: fewer than one entity per tick on average
+    return _seen(ints.tolist(), floats.tolist())
+
+
+def _seen(ints: Iterable[Sequence[int]], floats: Iterable[Sequence[float]]) -> tuple[SeenEntity, ...]:
+    """SeenEntity records of rows (slot, flags, weapon, health) and (pos xyz, vel xyz, yaw, pitch)."""
+    return tuple(
+        SeenEntity(slot, (x, y, z), (vx, vy, vz), yaw, pitch, bool(f & _CROUCHING), bool(f & _ALIVE), weapon, health,
+                   not f & _NOT_RENDERED)
+        for (slot, f, weapon, health), (x, y, z, vx, vy, vz, yaw, pitch) in zip(ints, floats)
+    )
 
 
 class ShotClaim(NamedTuple):
@@ -329,16 +332,16 @@ _EMPTY_VIEW = EntityView(
 )
 
 
-def _assemble(parts: list[tuple[np.ndarray, np.ndarray]]) -> EntityView:
+def _assemble(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
     parts = [p for p in parts if len(p[0])]
     if not parts:
-        return EntityView.empty()
+        return _NO_INTS, _NO_FLOATS
     if len(parts) == 1:
-        return _view(*parts[0])
+        return parts[0]
     ints = np.concatenate([p[0] for p in parts])
     floats = np.concatenate([p[1] for p in parts])
     order = np.argsort(ints[:, 0], kind="stable")
-    return _view(ints[order], floats[order])
+    return ints[order], floats[order]
 
 
 # Compile (or load from numba's cache) the kernels now, not at a bot's first snapshot (a block of
@@ -398,18 +401,12 @@ class WorldModel:
                 floats = np.concatenate([frame.floats, floats])
                 order = np.argsort(ints[:, 0], kind="stable")
                 frame.ints, frame.floats = ints[order], floats[order]
+                frame.slot_key = frame.ints[:, 0].tobytes()
             return SnapshotUpdate(False, False, False, False)
         if self._frames and snap.server_time_s < self._times[0]:
             return SnapshotUpdate(False, False, False, True)
-        frame = Frame(
-            tick=snap.tick,
-            server_time_s=snap.server_time_s,
-            last_cmd_seq=snap.last_cmd_seq,
-            own=snap.own,
-            part_count=snap.part_count,
-            parts={snap.part},
-        )
-        frame.ints, frame.floats = ints, floats
+        frame = Frame(snap.tick, snap.server_time_s, snap.last_cmd_seq, snap.own, snap.part_count, {snap.part}, ints,
+                      floats, ints[:, 0].tobytes())
         at = bisect.bisect_right(self._times, snap.server_time_s)
         self._frames.insert(at, frame)
         self._times.insert(at, snap.server_time_s)
@@ -419,20 +416,21 @@ class WorldModel:
             self._newest_tick = snap.tick
             self.observe_server_time(snap.server_time_s, now_s)
         self._prune()
-        return SnapshotUpdate(True, newest, False, False)
+        return _NEW_NEWEST if newest else _NEW
 
     def _prune(self) -> None:
         cfg = self.config
-        newest_t = self._times[-1]
+        times = self._times
+        oldest_kept = times[-1] - cfg.buffer_s
+        n = len(times)
         drop = 0
-        while drop < len(self._frames) - 2 and (
-            self._times[drop] < newest_t - cfg.buffer_s or len(self._frames) - drop > cfg.max_frames
-        ):
+        while drop < n - 2 and (times[drop] < oldest_kept or n - drop > cfg.max_frames):
             drop += 1
-        for f in self._frames[:drop]:
-            del self._ticks[f.tick]
-        del self._frames[:drop]
-        del self._times[:drop]
+        if drop:
+            for f in self._frames[:drop]:
+                del self._ticks[f.tick]
+            del self._frames[:drop]
+            del times[:drop]
 
     # ---------------------------------------------------------------- clock
 
@@ -473,9 +471,14 @@ class WorldModel:
         """Entities at server time ``view_time_s`` (s): linear between the frames around it (exact
         at a frame's time), held at the last state after the newest frame, never extrapolated.
         Before the oldest frame the oldest frame is shown."""
+        return _view(*self.interpolate_rows(view_time_s))
+
+    def interpolate_rows(self, view_time_s: float) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`interpolate` as columns: (ints (K, 4) slot, flags, weapon, health; floats (K, 8)
+        pos, vel, yaw, pitch), sorted by slot. They may be a frame's own arrays: never write to them."""
         frames = self._frames
         if not frames:
-            return EntityView.empty()
+            return _NO_INTS, _NO_FLOATS
         i = bisect.bisect_right(self._times, view_time_s) - 1
         if i < 0:
             i, view_time_s = 0, self._times[0]
@@ -483,9 +486,9 @@ class WorldModel:
         b = frames[i + 1] if i + 1 < len(frames) else None
         if b is None:
             parts = [(a.ints, a.floats)]
-        elif a.complete and b.complete and a.ints[:, 0].tolist() == b.ints[:, 0].tolist():
+        elif a.slot_key == b.slot_key and a.complete and b.complete:
             # The usual case: the same entities in both frames, one kernel call.
-            return _view(a.ints, self._interpolated(a.floats, b.floats, a.server_time_s, b.server_time_s, view_time_s))
+            return a.ints, self._interpolated(a.floats, b.floats, a.server_time_s, b.server_time_s, view_time_s)
         else:
             in_b = np.isin(a.slots, b.slots)
             rows_b = np.searchsorted(b.slots, a.slots[in_b])

@@ -391,20 +391,23 @@ class ServerCore:
             self.rejections[exc.reason.value] += 1
             return []
         try:
-            if isinstance(msg, proto.Connect):
+            kind = type(msg)
+            if kind is proto.Input:  # every client's per-tick packet: tested first, never answered
+                session = self._authenticate(addr, msg, len(datagram), now_s)
+                if session is not None:
+                    self._on_input(session, msg, now_s)
+                return []
+            if kind is proto.Connect:
                 return self._on_connect(addr, msg, len(datagram))
-            if isinstance(msg, proto.ChallengeResponse):
+            if kind is proto.ChallengeResponse:
                 return self._on_challenge_response(addr, msg, len(datagram), now_s)
             session = self._authenticate(addr, msg, len(datagram), now_s)
             if session is None:
                 return []
-            if isinstance(msg, proto.Input):
-                self._on_input(session, msg, now_s)
-                return []
-            if isinstance(msg, proto.Ping):
+            if kind is proto.Ping:
                 pong = proto.Pong(ping_seq=msg.packet_seq, client_time_s=msg.client_time_s, server_time_s=now_s)
                 return [(addr, proto.encode(pong, self.config.protocol))]
-            if isinstance(msg, proto.Disconnect):
+            if kind is proto.Disconnect:
                 self._drop(session, "client")
             return []
         except Exception:  # never let one datagram stop the server; count and keep going
@@ -503,11 +506,12 @@ class ServerCore:
         return session
 
     def _on_input(self, session: ClientSession, msg: proto.Input, now_s: float) -> None:
-        self.netstats.on_packet(session.slot, msg.packet_seq, msg.client_time_s, now_s)
-        self.netstats.on_ack(session.slot, msg.ack_tick, now_s)
-        new = session.queue(msg.commands, msg.shots, self.config.max_queued_commands)
-        self.counters["commands_received"] += new
-        self.counters["commands_redundant"] += len(msg.commands) - new
+        self.netstats.on_input(session.slot, msg.packet_seq, msg.client_time_s, msg.ack_tick, now_s)
+        block = msg.command_block
+        new = session.queue(block, msg.shots, self.config.max_queued_commands)
+        counters = self.counters
+        counters["commands_received"] += new
+        counters["commands_redundant"] += len(block) // proto.COMMAND_BYTES - new
 
     def _drop(self, session: ClientSession, reason: str) -> None:
         slot = session.slot

@@ -104,15 +104,32 @@ class ClientNetStats:
     def on_packet(self, seq: int, client_time_s: float | None, now_s: float) -> None:
         """An authenticated packet with sequence ``seq`` sent at ``client_time_s`` (client clock,
         s, None if the packet has none) arrived at ``now_s`` (s)."""
+        self.on_input(seq, client_time_s, None, now_s)
+
+    def on_input(self, seq: int, client_time_s: float | None, ack_tick: int | None, now_s: float) -> None:
+        """A packet as in :meth:`on_packet` that also acks ``ack_tick`` (an INPUT; None: no ack
+        yet), which is then taken as by :meth:`on_ack`. One call for the per-tick packet."""
         self.packets += 1
         self.last_packet_s = now_s
-        self._record_seq(seq)
+        newest = self._newest_seq
+        if seq == newest + 1 and newest >= 0:
+            # The usual packet, next in sequence: its ring entry last held the number a whole
+            # window ago, which leaves the window now (what _record_seq does, for one step).
+            idx = seq % self.config.loss_window
+            if not self._received[idx]:
+                self._received[idx] = True
+                self._received_count += 1
+            self._newest_seq = seq
+        else:
+            self._record_seq(seq)
         if client_time_s is not None:
             transit = now_s - client_time_s
             if self._prev_transit_s is not None:
                 d = abs(transit - self._prev_transit_s)
                 self.jitter_s += (d - self.jitter_s) * self.config.jitter_gain
             self._prev_transit_s = transit
+        if ack_tick is not None:
+            self.on_ack(ack_tick, now_s)
 
     def _record_seq(self, seq: int) -> None:
         window = self.config.loss_window
@@ -223,6 +240,10 @@ class NetStats:
     def on_packet(self, slot: int, seq: int, client_time_s: float | None, now_s: float) -> None:
         """See :meth:`ClientNetStats.on_packet`."""
         self._clients[slot].on_packet(seq, client_time_s, now_s)
+
+    def on_input(self, slot: int, seq: int, client_time_s: float, ack_tick: int | None, now_s: float) -> None:
+        """See :meth:`ClientNetStats.on_input`."""
+        self._clients[slot].on_input(seq, client_time_s, ack_tick, now_s)
 
     def on_snapshot_sent(self, slot: int, tick: int, now_s: float) -> None:
         """See :meth:`ClientNetStats.on_snapshot_sent`."""

@@ -45,6 +45,10 @@ class RateVerdict(str, Enum):
     """Over the byte rate."""
 
 
+_OK = RateVerdict.OK
+"""Module constant: reading an Enum member off its class costs ~50 ns more than a global."""
+
+
 class TokenBucket:
     """``rate`` tokens per second refill a bucket of ``burst`` tokens; it starts full."""
 
@@ -83,12 +87,23 @@ class ClientRateLimiter:
 
     def allow(self, size_bytes: int, now_s: float) -> RateVerdict:
         """Account one datagram of ``size_bytes`` arriving at ``now_s`` (s)."""
-        self.packets.refill(now_s)
-        self.bytes.refill(now_s)
-        if self.packets.tokens < 1.0:
+        packets, data = self.packets, self.bytes
+        # TokenBucket.refill of both buckets, inline and without min() (a builtin call costs more
+        # than the rest): this runs for every authenticated packet.
+        elapsed = now_s - packets._last_s
+        if elapsed > 0.0:
+            tokens = packets.tokens + elapsed * packets.rate
+            packets.tokens = tokens if tokens < packets.burst else packets.burst
+            packets._last_s = now_s
+        elapsed = now_s - data._last_s
+        if elapsed > 0.0:
+            tokens = data.tokens + elapsed * data.rate
+            data.tokens = tokens if tokens < data.burst else data.burst
+            data._last_s = now_s
+        if packets.tokens < 1.0:
             return RateVerdict.PACKETS
-        if self.bytes.tokens < size_bytes:
+        if data.tokens < size_bytes:
             return RateVerdict.BYTES
-        self.packets.tokens -= 1.0
-        self.bytes.tokens -= size_bytes
-        return RateVerdict.OK
+        packets.tokens -= 1.0
+        data.tokens -= size_bytes
+        return _OK

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from anticheat.events import AimSample
 from server.handshake import SessionCredentials
-from server.protocol import Command, Shot
+from server.protocol import Command, Shot, command_seqs, unpack_command
 from server.rate_limit import ClientRateLimiter
 from server.replay_window import ReplayWindow
 
@@ -59,30 +59,65 @@ class ClientSession:
     last_aim: AimSample | None = None
     last_correction_s: float = -math.inf
 
-    def queue(self, commands: tuple[Command, ...], shots: tuple[Shot, ...], limit: int) -> int:
-        """Queue the commands not seen before (and their shots); returns how many were new.
+    def queue(self, block: bytes, shots: tuple[Shot, ...], limit: int) -> int:
+        """Queue the commands of a validated INPUT command block not seen before, and their shots;
+        returns how many were new.
 
-        Redundant copies of commands already queued or applied are ignored: each command is
-        applied once, in order. When more than ``limit`` wait, the oldest are dropped.
+        ``block``: packed command records with strictly increasing sequence numbers, as
+        ``proto.decode`` returns them. Redundant copies of commands already queued or applied are
+        ignored without being unpacked: each command is applied once, in order, and only new
+        ones become Command objects. When more than ``limit`` wait, the oldest are dropped.
         """
-        new = 0
-        for cmd in commands:
-            if cmd.seq <= self.last_applied_seq or cmd.seq in self.queued:
-                continue
-            self.queued[cmd.seq] = cmd
-            new += 1
-        if new:
-            fresh = {c.seq for c in commands}
+        seqs = command_seqs(block)
+        queued = self.queued
+        last = len(seqs) - 1
+        # The usual INPUT: its newest record is new, the ones before it are held (applied or
+        # queued). The queue is kept in seq order; without holes it holds every seq from its first
+        # to its newest, so a block reaching back no further than that first, or a queue that
+        # continues the applied seqs, holds everything up to its newest: no record to look up.
+        if queued:
+            newest, first = next(reversed(queued)), next(iter(queued))
+            covered = newest - first + 1 == len(queued) and (first == self.last_applied_seq + 1 or seqs[0] >= first)
+        else:
+            newest, covered = self.last_applied_seq, True
+        if covered and seqs[last] > newest and (last == 0 or seqs[last - 1] <= newest):
+            queued[seqs[last]] = unpack_command(block, last)
+            new = 1
+        else:
+            new = self._queue_each(block, seqs)
+            if not new:
+                return 0
+            queued = self.queued
+        if shots:
             for shot in shots:
-                if shot.cmd_seq in fresh and shot.cmd_seq in self.queued and shot.cmd_seq not in self.shots:
+                if shot.cmd_seq in queued and shot.cmd_seq not in self.shots:
                     self.shots[shot.cmd_seq] = [s for s in shots if s.cmd_seq == shot.cmd_seq]
-            order = list(self.queued)
-            if order != sorted(order):  # a reordered packet brought an older command late
-                self.queued = OrderedDict(sorted(self.queued.items()))
-            while len(self.queued) > limit:
-                seq, _ = self.queued.popitem(last=False)
-                self.shots.pop(seq, None)
+        while len(queued) > limit:
+            seq, _ = queued.popitem(last=False)
+            self.shots.pop(seq, None)
         return new
+
+    def _queue_each(self, block: bytes, seqs: tuple[int, ...]) -> int:
+        """:meth:`queue`'s general case: every record checked, newest first; returns how many were new."""
+        queued = self.queued
+        applied = self.last_applied_seq
+        newest = next(reversed(queued)) if queued else applied
+        fresh: list[int] = []
+        gap = False
+        for index in range(len(seqs) - 1, -1, -1):
+            seq = seqs[index]
+            if seq <= applied:
+                break  # the block's seqs increase, so every older record was applied too
+            if seq <= newest:
+                if seq in queued:
+                    continue
+                gap = True  # a reordered packet brought a command that missed its own packets
+            fresh.append(index)
+        for index in reversed(fresh):
+            queued[seqs[index]] = unpack_command(block, index)
+        if gap:  # it went in after newer commands
+            self.queued = OrderedDict(sorted(queued.items()))
+        return len(fresh)
 
     def take(self, n: int, drop_oldest: int) -> list[Command]:
         """Remove and return up to ``n`` queued commands in order, after dropping the oldest

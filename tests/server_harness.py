@@ -79,8 +79,7 @@ class ScriptedClient:
         )
         self.history.append(cmd)
         shots = tuple(s._replace(cmd_seq=self.seq) for s in shots)
-        msg = proto.Input(token=self.token, packet_seq=self.packet_seq, client_time_s=now_s,
-                          ack_tick=self.last_tick, commands=tuple(self.history[-4:]), shots=shots)
+        msg = proto.Input.with_commands(self.token, self.packet_seq, now_s, self.last_tick, self.history[-4:], shots)
         return proto.encode(msg)
 
     def seen_slots(self) -> set[int]:

@@ -427,3 +427,22 @@ def test_view_moves_in_whole_mouse_counts() -> None:
             counts = ((now - before + 180.0) % 360.0 - 180.0) / sk.mouse_count_deg
             assert abs(counts - round(counts)) < 1e-6
         prev = (o.yaw_deg, o.pitch_deg)
+
+
+def test_target_memory_interpolates_between_samples() -> None:
+    """The remembered aim point at a past time: the oldest sample before the memory starts, the
+    newest after it ends, exact at a sample and linear between two (here 64 uneven samples)."""
+    aim = AimController(preset(SkillLevel.AVERAGE))
+    times = np.cumsum(np.random.default_rng(4).uniform(0.005, 0.03, 80)).tolist()
+    for i, t in enumerate(times):
+        aim._push(t, AimTarget(slot=1, point_m=(float(i), 2.0 * i, -0.5 * i), eye_m=(0.0, 0.0, 1.6), width_deg=2.0))
+    kept = times[-64:]  # the buffer keeps the newest 64
+    first = len(times) - 64
+    assert aim._point_at(kept[0] - 1.0) == (float(first), 2.0 * first, -0.5 * first)
+    assert aim._point_at(kept[-1] + 1.0) == (79.0, 158.0, -39.5)
+    for j in (0, 10, 63):
+        assert aim._point_at(kept[j]) == (float(first + j), 2.0 * (first + j), -0.5 * (first + j))
+    for j in (0, 31, 62):
+        w = 0.25
+        x = aim._point_at(kept[j] + w * (kept[j + 1] - kept[j]))
+        np.testing.assert_allclose(x, np.array([1.0, 2.0, -0.5]) * (first + j + w), rtol=1e-12)

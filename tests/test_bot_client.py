@@ -15,7 +15,7 @@ from bots.client import BotClient, ClientConfig, ConnState
 from bots.hooks import ClientHooks
 from bots.perception import Intent, Perception
 from bots.prediction import MoveState, Predictor
-from bots.world_model import WorldModel
+from bots.world_model import WorldModel, seen_rows
 from physics.buttons import Buttons
 from physics.movement import MoveCommands, simulate
 from physics.validation import MovementValidator, Verdict
@@ -23,6 +23,7 @@ from physics.weapon_state import FireOutcome, WeaponState
 from server.entity_block import EntityFlags, encode_entities, make_entities, split_entities
 from server.handshake import CookieStatus, Handshake, SessionCredentials, TokenStatus
 from server.protocol import (
+    PROTOCOL_VERSION,
     Accept,
     AcceptLimits,
     Challenge,
@@ -544,6 +545,25 @@ def test_lost_part_bridges_entities() -> None:
     assert wm.interpolate(1.3).slot.tolist() == [1]
 
 
+def test_rows_are_the_view_and_its_records() -> None:
+    """The client's per-tick path (columns, records straight from them) shows exactly what
+    ``interpolate`` and ``EntityView.seen`` show, across lost parts and departures."""
+    wm = WorldModel()
+    rows = [entity_records([(s, int(EntityFlags.ALIVE) | (int(EntityFlags.CROUCHING) if s == 2 else 0),
+                             (float(s) + 0.3 * k, 1.0 - 0.1 * k, 0.0), 170.0 + 7.0 * k) for s in (1, 2, 3)])
+            for k in range(4)]
+    wm.add_snapshot(_snap(1, 1.0, rows[0]), 0.0)
+    wm.add_snapshot(_snap(2, 1.1, rows[1][:2], 0, 2), 0.1)  # part 1 (slot 3) lost
+    wm.add_snapshot(_snap(3, 1.2, rows[2]), 0.2)
+    wm.add_snapshot(_snap(4, 1.3, rows[3][:1]), 0.3)  # slots 2 and 3 left
+    for t in (0.5, 1.0, 1.05, 1.1, 1.15, 1.2, 1.25, 1.3, 2.0):
+        ints, floats = wm.interpolate_rows(t)
+        view = wm.interpolate(t)
+        assert ints[:, 0].tolist() == view.slot.tolist()
+        assert seen_rows(ints, floats) == view.seen()
+    assert seen_rows(*WorldModel().interpolate_rows(1.0)) == ()
+
+
 def test_interpolation_exact_at_snapshots_and_linear_between() -> None:
     wm = WorldModel()
     pa, pb = (3.25, -7.5, 0.0), (3.3125, -7.4375, 0.0625)
@@ -714,6 +734,23 @@ def test_predictor_reconcile_replays_pending(geometry: MapGeometry) -> None:
     assert pred.reconcile(4, start).stale and pred.reconcile(None, start).stale
 
 
+def test_predictor_refuses_what_move_commands_refuses(geometry: MapGeometry) -> None:
+    pred = Predictor(geometry, MoveState((5.0, 20.0, 0.0), (0.0, 0.0, 0.0), True, 0))
+    speed = WEAPONS[WeaponId.RIFLE].move_speed_m_s
+    for bad in ((math.nan, 0.0, 0.0, 0.0, 0, DT), (0.0, 0.0, 0.0, math.inf, 0, DT), (1.0, 0.0, 0.0, 0.0, 0, 0.0),
+                (1.0, 0.0, 0.0, 0.0, 1 << 20, DT)):
+        f, s, y, p, b, d = bad
+        with pytest.raises(ValueError):
+            MoveCommands.single(f, s, y, b, d, p)
+        with pytest.raises(ValueError):
+            pred.predict(1, f, s, y, p, b, d, speed)
+    assert not pred.pending
+    # Numbers of other types are taken as MoveCommands takes them.
+    state, _ = pred.predict(1, np.float32(1.0), 0, np.float64(0.0), 0.0, True, DT, speed)
+    assert pred.pending[0].forward == 1.0 and type(pred.pending[0].forward) is float
+    assert pred.pending[0].buttons == 1 and state == pred.state
+
+
 # ------------------------------------------------------------------------------------------
 # Weapons and shots
 
@@ -842,8 +879,8 @@ def test_bad_datagrams_are_counted_and_dropped(game_map: GameMap, geometry: MapG
     bad = [
         b"",
         b"\xc1garbage",
-        msgpack.packb([1, 19, 1]),  # SNAPSHOT with the wrong arity
-        msgpack.packb([2, 16, b"x" * 40]),  # wrong version
+        msgpack.packb([PROTOCOL_VERSION, 19, 1]),  # SNAPSHOT with the wrong arity
+        msgpack.packb([PROTOCOL_VERSION + 1, 16, b"x" * 40]),  # wrong version
         encode(Ping(b"t" * 16, 1, 0.0)),  # a client -> server type
         b"\x00" * 1300,
     ]
@@ -960,7 +997,7 @@ def test_receive_never_raises_on_arbitrary_input(game_map: GameMap, geometry: Ma
                         st.binary(max_size=40), st.text(max_size=10))
     server_types = st.sampled_from([int(t) for t in MsgType if t >= 16])
     messages = st.tuples(server_types, st.lists(st.one_of(scalars, st.lists(scalars, max_size=12)), max_size=8)).map(
-        lambda m: msgpack.packb([1, m[0], *m[1]], use_bin_type=True)
+        lambda m: msgpack.packb([PROTOCOL_VERSION, m[0], *m[1]], use_bin_type=True)
     )
 
     @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from server import handshake as handshake_module
 from server.handshake import (
     CookieStatus,
     Handshake,
@@ -142,11 +143,39 @@ def test_token_of_another_slot_or_address() -> None:
     hs = make(FakeClock())
     mine = hs.open_session(3, ADDR)
     other = hs.open_session(4, ADDR)
-    assert mine.salt != other.salt
+    assert mine.salt != other.salt and mine.token != other.token
     assert hs.check_token(other, mine.token, ADDR) is TokenStatus.INVALID
-    forged = SessionCredentials(4, ADDR, mine.salt, mine.expiry_s, mine.token)
-    assert hs.check_token(forged, mine.token, ADDR) is TokenStatus.INVALID
+    assert hs.check_token(mine, other.token, ADDR) is TokenStatus.INVALID
     assert hs.check_token(mine, mine.token, ("203.0.113.99", 40000)) is TokenStatus.INVALID
+    assert hs.check_token(mine, mine.token, (ADDR[0], ADDR[1] + 1)) is TokenStatus.INVALID
+
+
+def test_token_is_the_hmac_of_its_credentials() -> None:
+    """Issued once: an HMAC under the secret over slot, address, salt and expiry."""
+    mine = make(FakeClock()).open_session(3, ADDR)
+
+    def issue(secret: bytes, slot: int, address: tuple[str, int]) -> bytes:
+        return Handshake(secret, FakeClock(), lambda n: mine.salt).open_session(slot, address).token
+
+    assert issue(SECRET, 3, ADDR) == mine.token
+    assert len({mine.token, issue(SECRET, 4, ADDR), issue(SECRET, 3, ("203.0.113.8", 40000)),
+                issue(SECRET[::-1], 3, ADDR)}) == 4
+    later = Handshake(SECRET, FakeClock(2000.0), lambda n: mine.salt).open_session(3, ADDR)
+    assert later.expiry_s != mine.expiry_s and later.token != mine.token
+    assert mine == SessionCredentials(3, ADDR, mine.salt, mine.expiry_s, mine.token)
+
+
+def test_token_check_computes_no_hmac(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every authenticated packet is checked: against the stored token, in constant time."""
+    hs = make(FakeClock())
+    session = hs.open_session(3, ADDR)
+
+    def no_hmac(*args: object, **kwargs: object) -> None:
+        raise AssertionError("check_token computed an HMAC")
+
+    monkeypatch.setattr(handshake_module.hmac, "new", no_hmac)
+    assert hs.check_token(session, session.token, ADDR) is TokenStatus.VALID
+    assert hs.check_token(session, flip(session.token, 3), ADDR) is TokenStatus.INVALID
 
 
 def test_token_expires() -> None:

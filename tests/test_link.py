@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import statistics
 import struct
 import time
@@ -76,6 +77,31 @@ def test_latency_exact_without_jitter() -> None:
     delays = _delays(sends, simulate(link, sends))
     assert len(delays) == 200
     np.testing.assert_allclose(delays, 0.0375, atol=1e-12)
+
+
+@pytest.mark.parametrize("distribution", ["normal", "pareto_normal"])
+def test_block_draws_are_numpys_per_packet_draws(distribution: str) -> None:
+    """The link draws ahead in blocks; the schedule is the one of numpy's per-packet calls
+    (random(4), standard_normal(2) [, pareto(5, 2)]), exactly, across block boundaries."""
+    cfg = LinkConfig(latency_ms=50.0, jitter_ms=10.0, jitter_distribution=distribution, loss=0.3,  # type: ignore[arg-type]
+                     duplicate=0.25, preserve_order=False)
+    sends = _packets(3 * 256 + 7, 0.001)
+    got = simulate(Link(cfg, np.random.default_rng(12)), sends)
+    ref = np.random.default_rng(12)
+    expected: list[tuple[float, int, bytes]] = []
+    for send_s, payload in sends:
+        u_loss, u_dup, _, _ = ref.random(4).tolist()
+        normal = ref.standard_normal(2)
+        if distribution == "pareto_normal":
+            pareto = (ref.pareto(5.0, 2) - 0.25) / math.sqrt(5.0 / (16.0 * 3.0))
+            normal = math.sqrt(0.25) * normal + math.sqrt(0.75) * pareto
+        noise = normal.tolist()
+        if u_loss < 0.3:
+            continue
+        for copy in ((0,) if u_dup >= 0.25 else (0, 1)):
+            expected.append((send_s + max(0.0, 50.0 / 1000.0 + 10.0 / 1000.0 * noise[copy]), len(expected), payload))
+    expected.sort()
+    assert got == [(t, p) for t, _, p in expected]
 
 
 @pytest.mark.parametrize("distribution", ["normal", "pareto_normal"])

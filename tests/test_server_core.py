@@ -5,6 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from server import protocol as proto
+from server.handshake import SessionCredentials
+from server.rate_limit import ClientRateLimiter, RateLimitConfig
+from server.replay_window import ReplayWindow
+from server.session import ClientSession
 from tests.server_harness import ScriptedClient, arena_map, make_core, place, run_ticks, weapon_ready
 from world.weapons import WeaponId
 
@@ -88,7 +92,7 @@ def test_malformed_spoofed_and_replayed_datagrams_are_counted_and_dropped() -> N
     forged = proto.decode_client(a.command(now))
     core.receive(a.address, proto.encode(
         proto.Input(token=bytes(16), packet_seq=forged.packet_seq, client_time_s=now, ack_tick=None,
-                    commands=forged.commands)), now)
+                    command_block=forged.command_block)), now)
     r = core.rejections
     assert r["replay_duplicate"] == 1
     assert r["unknown_session"] == 1
@@ -104,8 +108,7 @@ def test_nan_claims_never_enter_state() -> None:
     now = core.next_tick_s()
     msg = proto.decode_client(a.command(now))
     cmd = msg.commands[-1]._replace(pos=(float("nan"), 0.0, 0.0))
-    raw = proto.encode(proto.Input(token=a.token, packet_seq=a.packet_seq + 1, client_time_s=now, ack_tick=None,
-                                   commands=(cmd,)), check_size=False)
+    raw = proto.encode(proto.Input.with_commands(a.token, a.packet_seq + 1, now, None, [cmd]), check_size=False)
     core.receive(a.address, raw, now)
     core.step(now)
     assert np.all(np.isfinite(core.world.pos))
@@ -339,3 +342,133 @@ def test_snapshot_frames_encode_what_each_message_would() -> None:
             for i, part in enumerate(parts)
         ]
         assert got == want
+
+
+# ------------------------------------------------------------------------------------------------
+# Re-sent commands: each INPUT carries the newest command and the 3 before it
+
+
+def _cmd(seq: int) -> proto.Command:
+    return proto.Command(seq, seq, 1.0 + seq / 64, 1 / 64, 1.0, -0.25, 10.0 + seq, -2.0, 0, 0, 0.5, -0.5,
+                         (seq * 0.1, -1.0, 0.0))
+
+
+def _session() -> ClientSession:
+    creds = SessionCredentials(0, ("127.0.0.1", 1), b"s" * 16, 1e9, b"t" * 16)
+    return ClientSession(0, creds.address, "x", creds, ReplayWindow(), ClientRateLimiter(RateLimitConfig(), 0.0),
+                         0.0, 0.0, 0.0)
+
+
+def _block(*seqs: int) -> bytes:
+    return proto.pack_commands(_cmd(s) for s in seqs)
+
+
+def test_session_queues_each_command_once_in_order() -> None:
+    s = _session()
+    assert s.queue(_block(1, 2, 3, 4), (), 16) == 4
+    assert s.queue(_block(2, 3, 4, 5), (), 16) == 1  # three re-sent, one new
+    assert s.queue(_block(2, 3, 4, 5), (), 16) == 0  # the same INPUT again
+    assert list(s.queued) == [1, 2, 3, 4, 5] and s.queued[5] == _cmd(5)
+    assert s.take(16, 0) == [_cmd(q) for q in (1, 2, 3, 4, 5)] and s.last_applied_seq == 5
+    assert s.queue(_block(3, 4, 5), (), 16) == 0  # applied already
+    # 6 and 7 are lost with their packets; 9 arrives before 8 (reordered): each fills its place.
+    assert s.queue(_block(8, 9), (), 16) == 2
+    assert s.queue(_block(5, 6, 7, 8), (), 16) == 2
+    assert list(s.queued) == [6, 7, 8, 9]
+    assert s.take(16, 0) == [_cmd(q) for q in (6, 7, 8, 9)]
+    # A gap far back, with newer commands queued after it.
+    assert s.queue(_block(12, 13), (), 16) == 2
+    assert s.queue(_block(10, 11, 12, 13), (), 16) == 2
+    assert list(s.queued) == [10, 11, 12, 13]
+
+
+def test_session_queue_limit_and_shots() -> None:
+    s = _session()
+    shot = proto.Shot(cmd_seq=3, weapon=1, yaw_deg=0.0, pitch_deg=0.0, view_time_s=1.0)
+    assert s.queue(_block(1, 2, 3, 4), (shot,), 3) == 4
+    assert list(s.queued) == [2, 3, 4] and s.shots == {3: [shot]}  # the oldest went over the limit
+    again = shot._replace(yaw_deg=5.0)  # a re-sent command's shot is not registered twice
+    assert s.queue(_block(2, 3, 4, 5), (again,), 3) == 1
+    assert s.shots == {3: [shot]} and list(s.queued) == [3, 4, 5]
+    assert s.queue(_block(6, 7, 8), (), 3) == 3
+    assert list(s.queued) == [6, 7, 8] and s.shots == {}
+
+
+def test_redundant_commands_are_applied_once_through_the_core() -> None:
+    core, a, b = _two_players()
+    session = core.by_slot[a.slot]
+    applied0, first = session.commands_applied, a.seq + 1
+    received0 = core.counters["commands_received"]
+    for tick in range(24):
+        now = core.next_tick_s()
+        data = a.command(now)
+        if tick != 5:  # lost at tick 5: its command arrives with the next INPUT
+            core.receive(a.address, data, now - 0.001)
+        if tick == 9:  # the same commands again under a new packet number
+            msg = proto.decode_client(data)
+            a.packet_seq += 1
+            again = msg._replace(packet_seq=a.packet_seq)
+            core.receive(a.address, proto.encode(again), now - 0.001)
+        core.receive(b.address, b.command(now), now - 0.001)
+        b.deliver(core.step(now))
+    assert session.last_applied_seq == a.seq and not session.queued
+    assert session.commands_applied - applied0 == a.seq - first + 1 == 24
+    assert core.counters["commands_received"] - received0 == 24 + 24  # alice's and bob's, once each
+    assert core.rejections.get("internal_error", 0) == 0
+
+
+class _QueueModel:
+    """ClientSession.queue / take written out plainly: every record checked, sort, trim."""
+
+    def __init__(self) -> None:
+        self.queued: dict[int, proto.Command] = {}
+        self.shots: dict[int, list[proto.Shot]] = {}
+        self.applied = -1
+
+    def queue(self, cmds: list[proto.Command], shots: tuple[proto.Shot, ...], limit: int) -> int:
+        new = [c for c in cmds if c.seq > self.applied and c.seq not in self.queued]
+        for c in new:
+            self.queued[c.seq] = c
+        if new:
+            for s in shots:
+                if s.cmd_seq in self.queued and s.cmd_seq not in self.shots:
+                    self.shots[s.cmd_seq] = [x for x in shots if x.cmd_seq == s.cmd_seq]
+            self.queued = dict(sorted(self.queued.items()))
+            while len(self.queued) > limit:
+                dropped = next(iter(self.queued))
+                del self.queued[dropped]
+                self.shots.pop(dropped, None)
+        return len(new)
+
+    def take(self, n: int) -> list[proto.Command]:
+        out = [self.queued.pop(q) for q in list(self.queued)[:n]]
+        if out:
+            self.applied = max(self.applied, out[-1].seq)
+        return out
+
+
+def test_session_queue_matches_a_plain_model_under_loss_reordering_and_duplicates() -> None:
+    rng = np.random.default_rng(8)
+    for trial in range(40):
+        s, model = _session(), _QueueModel()
+        limit = int(rng.integers(2, 8))
+        sent: list[bytes] = []
+        shots_of: dict[int, tuple[proto.Shot, ...]] = {}
+        newest = 0
+        for _ in range(60):
+            newest += int(rng.choice([1, 1, 1, 2, 3]))  # seqs skip now and then (a cheat, a wrap)
+            seqs = sorted({max(1, newest - int(k)) for k in rng.integers(0, 6, int(rng.integers(1, 5)))} | {newest})
+            shots = tuple(proto.Shot(q, 1, float(q), 0.0, 1.0) for q in seqs if q % 3 == 0)
+            sent.append(_block(*seqs))
+            shots_of[len(sent) - 1] = shots
+            # Deliver the newest INPUT, or an old one again (reordered, duplicated), or nothing (lost).
+            pick = int(rng.choice([len(sent) - 1, len(sent) - 1, int(rng.integers(0, len(sent))), -1]))
+            if pick >= 0:
+                block = sent[pick]
+                cmds = list(proto.Input(b"", 0, 0.0, None, block).commands)
+                assert s.queue(block, shots_of[pick], limit) == model.queue(cmds, shots_of[pick], limit)
+            if rng.random() < 0.4:
+                n = int(rng.integers(0, 4))
+                assert s.take(n, 0) == model.take(n)
+            assert list(s.queued.items()) == list(model.queued.items()), trial
+            assert s.shots == model.shots and s.last_applied_seq == model.applied

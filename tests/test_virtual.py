@@ -245,7 +245,7 @@ class ScriptedBot:
         shots: tuple[proto.Shot, ...] = ()
         if self.own is not None and self.own.alive and self.own.weapon and self.own.ammo and self.seq % 16 == 0:
             shots = (proto.Shot(self.seq, self.own.weapon, self.yaw, 0.0, self.server_time),)
-        msg = proto.Input(self.token, self.packet_seq, now_s, self.last_tick, tuple(self.history[-4:]), shots)
+        msg = proto.Input.with_commands(self.token, self.packet_seq, now_s, self.last_tick, self.history[-4:], shots)
         return [proto.encode(msg)]
 
 
