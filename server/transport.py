@@ -1,10 +1,11 @@
 """The real-time shell around ServerCore: asyncio-dgram sockets and a fixed-timestep tick loop.
 
 Measured facts this follows (REFERENCES 9): stdlib asyncio reads every datagram into a 256 KiB
-buffer (~15 us each), so without uvloop the transport's read size is cut to one datagram;
-asyncio-dgram's receive queue is unbounded, so it is replaced by a bounded queue that drops (and
-counts) what a flood brings beyond it; the core itself refuses more than
-``max_datagrams_per_tick`` datagrams per tick, so neither memory nor work grows with a flood.
+buffer (~15 us each), so without uvloop the transport's read size is cut to one datagram.
+asyncio-dgram binds the socket and sends, but its receive queue (unbounded, and a task switch per
+datagram) is bypassed: each datagram goes to the core as it arrives, so nothing waits in user
+space, and the core refuses more than ``max_datagrams_per_tick`` datagrams per tick (counted), so
+neither memory nor work grows with a flood.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -25,18 +27,28 @@ READ_SIZE_BYTES = 2048
 """Read buffer for one datagram on the stdlib loop (our datagrams are at most 1200 bytes)."""
 
 
-class DropQueue(asyncio.Queue):  # type: ignore[type-arg]
-    """An asyncio queue that drops new items when full instead of raising, counting them."""
+class _Dispatch(asyncio.DatagramProtocol):
+    """Hands each datagram to ``on_datagram`` at once; everything else (errors, connection loss,
+    write flow control) goes to asyncio-dgram's own protocol, so its stream keeps working for sends."""
 
-    def __init__(self, maxsize: int) -> None:
-        super().__init__(maxsize)
-        self.dropped = 0
+    def __init__(self, inner: asyncio.DatagramProtocol, on_datagram: Callable[[bytes, tuple[str, int]], None]) -> None:
+        self.inner = inner
+        self.datagram_received = on_datagram  # type: ignore[method-assign]
 
-    def put_nowait(self, item: object) -> None:
-        if self.full():
-            self.dropped += 1
-            return
-        super().put_nowait(item)
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.inner.connection_made(transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.inner.connection_lost(exc)
+
+    def error_received(self, exc: Exception) -> None:
+        self.inner.error_received(exc)
+
+    def pause_writing(self) -> None:
+        self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.inner.resume_writing()
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +58,6 @@ class TransportConfig:
     Attributes:
         host: bind address (127.0.0.1 by default: nothing is exposed unless asked).
         port: UDP port (0 picks a free one).
-        queue_datagrams: receive queue bound (datagrams); beyond it new datagrams are dropped.
         max_catchup_ticks: after a stall the loop runs at most this many late ticks back to back,
             then skips the rest (counted) rather than spiralling.
         run_ticks: run the tick loop (False only to measure the receive path alone).
@@ -54,7 +65,6 @@ class TransportConfig:
 
     host: str = "127.0.0.1"
     port: int = 0
-    queue_datagrams: int = 8192
     max_catchup_ticks: int = 8
     run_ticks: bool = True
 
@@ -69,7 +79,7 @@ class UdpServer:
         self.config = config or TransportConfig()
         self.on_tick = on_tick
         self._stream: asyncio_dgram.aio.DatagramServer | None = None
-        self._queue: DropQueue | None = None
+        self._clock: Callable[[], float] = time.monotonic
         self._tasks: list[asyncio.Task[None]] = []
         self._t0 = 0.0
         self.skipped_ticks = 0
@@ -83,28 +93,25 @@ class UdpServer:
         host, port = self._stream.sockname[:2]
         return host, port
 
-    @property
-    def dropped_datagrams(self) -> int:
-        """Datagrams dropped because the receive queue was full."""
-        return self._queue.dropped if self._queue is not None else 0
-
     def now_s(self) -> float:
         """Server time (s): seconds since start on the loop's monotonic clock."""
         return asyncio.get_running_loop().time() - self._t0
 
     async def start(self) -> None:
-        """Bind the socket and start the receive and tick tasks."""
+        """Bind the socket and start the tick task; datagrams are handled as they arrive."""
         loop = asyncio.get_running_loop()
+        self._clock = loop.time
         self._stream = await asyncio_dgram.bind((self.config.host, self.config.port))
-        # asyncio-dgram gives no public hook for either of these; both are measured problems.
-        self._queue = DropQueue(self.config.queue_datagrams)
-        self._stream._recvq = self._queue
         transport = self._stream._transport
-        transport.get_protocol()._recvq = self._queue
         if hasattr(transport, "max_size"):
             transport.max_size = READ_SIZE_BYTES
         self._t0 = loop.time() - self.core.time_s
-        self._tasks = [asyncio.create_task(self._receive_loop())]
+        # asyncio-dgram queues every datagram for a task to await, which cost more than the
+        # server's whole handling of an INPUT, and its queue is unbounded: the datagrams go
+        # straight to the core instead, whose per-tick budget bounds the work (nothing is queued,
+        # so nothing grows with a flood). Its protocol still gets everything else.
+        transport.set_protocol(_Dispatch(transport.get_protocol(), self._on_datagram))
+        self._tasks = []
         if self.config.run_ticks:
             self._tasks.append(asyncio.create_task(self._tick_loop()))
         log.info("serving %s on %s:%d at %d Hz", self.core.map.name, *self.address, self.core.config.tick_rate_hz)
@@ -141,17 +148,10 @@ class UdpServer:
             except OSError:
                 self.send_errors += 1
 
-    async def _receive_loop(self) -> None:
-        assert self._stream is not None
-        stream, core = self._stream, self.core
-        while True:
-            try:
-                data, addr = await stream.recv()
-            except asyncio_dgram.TransportClosed:
-                return
-            replies = core.receive((addr[0], addr[1]), data, self.now_s())
-            if replies:
-                self._send_all(replies)
+    def _on_datagram(self, data: bytes, addr: tuple[str, int]) -> None:
+        replies = self.core.receive((addr[0], addr[1]), data, self._clock() - self._t0)
+        if replies:
+            self._send_all(replies)
 
     async def _tick_loop(self) -> None:
         core, dt = self.core, self.core.tick_dt_s

@@ -419,7 +419,6 @@ def transport_stats(server: UdpServer) -> dict[str, Any]:
         "address": f"{host}:{port}",
         "skipped_ticks": server.skipped_ticks,
         "send_errors": server.send_errors,
-        "dropped_datagrams": server.dropped_datagrams,
     }
 
 
