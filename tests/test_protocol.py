@@ -820,6 +820,38 @@ def test_entity_block_validation(field: str, value: float, kind: str) -> None:
         encode_entities(rec, EntityLimits(max_slots=128))
 
 
+def test_entity_block_check_agrees_with_the_field_checks() -> None:
+    # The compiled pass decides; a block refused by it is explained field by field, which must
+    # then name a reason (and a block it passes must pass every field check).
+    rng = np.random.default_rng(5)
+    limits = EntityLimits(max_slots=128)
+    refused = 0
+    for _ in range(3000):
+        k = int(rng.integers(1, 6))
+        rec = make_entities(rng.integers(0, 140, k), rng.integers(0, 8, k), rng.normal(0.0, 4000.0, (k, 3)),
+                            rng.normal(0.0, 40.0, (k, 3)), rng.normal(0.0, 200.0, k), rng.normal(0.0, 50.0, k),
+                            rng.integers(0, 10, k), rng.integers(0, 300, k))
+        raw = bytearray(rec.tobytes())
+        raw[int(rng.integers(len(raw)))] = int(rng.integers(256))
+        data = bytes(raw)
+        floats = np.ndarray((k, 8), "<f4", data, 2, (ENTITY_BYTES, 4))
+        slots = data[0::ENTITY_BYTES]
+        ok = (
+            bool((np.abs(floats) <= [1e4] * 3 + [100.0] * 3 + [360.0, 89.0]).all()) and max(slots) < 128
+            and all(not b & ~7 for b in data[1::ENTITY_BYTES])
+            and all(b == 0 or b in {int(w) for w in WeaponId} for b in data[34::ENTITY_BYTES])
+            and len(set(slots)) == len(slots)
+        )
+        try:
+            decode_entities(data, limits)
+        except EntityBlockError:
+            refused += 1
+            assert not ok
+        else:
+            assert ok
+    assert 0 < refused < 3000
+
+
 def test_entity_block_length_must_be_whole_records() -> None:
     with pytest.raises(EntityBlockError) as info:
         decode_entities(bytes(ENTITY_BYTES + 1))
