@@ -455,11 +455,15 @@ class WorldModel:
     def advance_view_time(self, now_s: float) -> float | None:
         """The view time for this client tick: :meth:`view_time_at`, but never going backwards
         (a clock correction slows the view down instead of replaying the past)."""
-        t = self.view_time_at(now_s)
-        if t is None:
+        off = self._offset_s
+        if off is None:
             return self._view_s
-        if self._view_s is not None and t < self._view_s:
-            return self._view_s
+        # view_time_at(now_s), inlined (every client tick); max(0.0, x) as a conditional.
+        t = now_s + off - self.config.interp_delay_s
+        t = t if t > 0.0 else 0.0  # noqa: FURB136
+        view = self._view_s
+        if view is not None and t < view:
+            return view
         self._view_s = t
         return t
 
