@@ -960,9 +960,9 @@ class BotClient:
         max_bytes = min(lim.max_datagram_bytes if lim else 1200, self.config.protocol.max_datagram_bytes)
         cmds = list(self._history)[-max_cmds:]
         records = list(self._records)[-max_cmds:]
+        by_seq = self._shots_by_seq
         while True:
-            seqs = [c.seq for c in cmds]
-            shots = [s for q in seqs for s in self._shots_by_seq.get(q, ())] if self._shots_by_seq else []
+            shots = [s for c in cmds for s in by_seq.get(c.seq, ())] if by_seq else []
             if len(shots) > max_shots:
                 # The newest shots matter: older ones already went out with earlier packets.
                 shots = shots[len(shots) - max_shots:]

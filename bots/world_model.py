@@ -401,13 +401,21 @@ class WorldModel:
                 frame.ints, frame.floats = ints[order], floats[order]
                 frame.slot_key = frame.ints[:, 0].tobytes()
             return SnapshotUpdate(False, False, False, False)
-        if self._frames and snap.server_time_s < self._times[0]:
+        t = snap.server_time_s
+        times = self._times
+        if times and t < times[0]:
             return SnapshotUpdate(False, False, False, True)
-        frame = Frame(snap.tick, snap.server_time_s, snap.last_cmd_seq, snap.own, snap.part_count, {snap.part}, ints,
-                      floats, ints[:, 0].tobytes())
-        at = bisect.bisect_right(self._times, snap.server_time_s)
-        self._frames.insert(at, frame)
-        self._times.insert(at, snap.server_time_s)
+        # Most snapshots carry no entity: their slot key is the empty one, without a numpy call.
+        key = ints[:, 0].tobytes() if ints is not _NO_INTS else b""
+        frame = Frame(snap.tick, t, snap.last_cmd_seq, snap.own, snap.part_count, {snap.part}, ints, floats, key)
+        if times and t < times[-1]:
+            at = bisect.bisect_right(times, t)
+            self._frames.insert(at, frame)
+            times.insert(at, t)
+        else:
+            # In order (nearly always): bisect_right would give the end.
+            self._frames.append(frame)
+            times.append(t)
         self._ticks[snap.tick] = frame
         newest = self._newest_tick is None or snap.tick > self._newest_tick
         if newest:
