@@ -884,7 +884,10 @@ class TriggerControl:
             self._engaged_at_s = now_s
             self._premature = aim.target is not None and float(rng.random()) < sk.premature_prob
             self._burst_left = 0
-        engaged = aim.target is not None and aim.phase in (AimPhase.FLICK, AimPhase.CORRECT, AimPhase.TRACK)
+        phase = aim.phase
+        engaged = aim.target is not None and (
+            phase is AimPhase.FLICK or phase is AimPhase.CORRECT or phase is AimPhase.TRACK
+        )
         if not engaged or ammo <= 0 or reloading or distance_m > spec.max_range_m:
             self._burst_left = 0
             return False

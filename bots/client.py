@@ -420,13 +420,16 @@ class BotClient:
     def next_step_s(self) -> float | None:
         """Client time (s) at which ``step`` should next be called; None when there is nothing
         more to do (not started, or the session is over)."""
-        if self._state in (ConnState.CONNECTING, ConnState.CHALLENGED):
-            due = min(self._resend_at_s, self._handshake_start_s + self.config.handshake_timeout_s)
-            return min(due, self._flush_at_s) if self._out else due
-        if self._state is ConnState.CONNECTED:
+        # Identity tests, connected first: the driver asks after every step and delivery, and a
+        # str enum's ``in`` compares strings for every member that is not the state.
+        st = self._state
+        if st is ConnState.CONNECTED:
             if self._out and self._next_step_s is not None:
                 return min(self._next_step_s, self._flush_at_s)
             return self._next_step_s
+        if st is ConnState.CONNECTING or st is ConnState.CHALLENGED:
+            due = min(self._resend_at_s, self._handshake_start_s + self.config.handshake_timeout_s)
+            return min(due, self._flush_at_s) if self._out else due
         return None
 
     @property
@@ -502,7 +505,8 @@ class BotClient:
     def _count_out(self, data: bytes) -> bytes:
         self._c["datagrams_sent"] += 1
         self._c["bytes_sent"] += len(data)
-        if self._state in (ConnState.CONNECTING, ConnState.CHALLENGED):
+        st = self._state
+        if st is ConnState.CONNECTING or st is ConnState.CHALLENGED:
             self._c["handshake_attempts"] += 1
         return data
 
