@@ -1217,6 +1217,8 @@ _PARSERS: Final[dict[int, tuple[int, _Parser]]] = {
 
 _MSG_TYPES: Final = {int(t): t for t in MsgType}
 """Type id -> MsgType: a dict lookup instead of the enum's call, which costs ~0.3 us a datagram."""
+_SNAPSHOT_ID: Final = int(MsgType.SNAPSHOT)
+_SNAPSHOT_ITEMS: Final = 2 + _PARSERS[MsgType.SNAPSHOT][0]
 
 
 def peek_type(datagram: bytes, limits: ProtocolLimits = DEFAULT_LIMITS) -> MsgType:
@@ -1306,10 +1308,6 @@ def decode_client(datagram: bytes, limits: ProtocolLimits = DEFAULT_LIMITS) -> C
                 # Input._make without its Python-level length check.
                 return _tuple_new(Input, (token, packet_seq, client_time, ack, block, ()))  # type: ignore[misc]
     return decode(datagram, limits, allowed=CLIENT_TYPES)  # type: ignore[return-value]
-
-
-_SNAPSHOT_ID: Final = int(MsgType.SNAPSHOT)
-_SNAPSHOT_ITEMS: Final = 2 + _PARSERS[MsgType.SNAPSHOT][0]
 
 
 def decode_server(datagram: bytes, limits: ProtocolLimits = DEFAULT_LIMITS) -> ServerMessage:
