@@ -740,17 +740,12 @@ class AimController:
             (sy, sp), (vy, vp) = self.perceived(t)
             k = sk.pursuit_prediction * sk.pursuit_lag_s
             sy, sp = sy + vy * k, sp + vp * k
-            shot_yaw = self._out_yaw - punch[1]
-            shot_pitch = self._out_pitch + punch[0]
+            shot_yaw = out_yaw - punch[1]
+            shot_pitch = out_pitch + punch[0]
             err = angle_error_deg(_wrap(sy - shot_yaw), sp - shot_pitch, shot_pitch)
-        return AimOutput(
-            yaw_deg=_wrap(self._out_yaw),
-            pitch_deg=self._out_pitch,
-            phase=self.phase,
-            target=self.target,
-            perceived_error_deg=err,
-            width_deg=self._width if self.target is not None else 0.0,
-        )
+        # Positional, in field order (yaw, pitch, phase, target, perceived error, width).
+        return AimOutput(_wrap(out_yaw), out_pitch, self.phase, self.target, err,
+                         self._width if self.target is not None else 0.0)
 
     def _gap(self, rng: np.random.Generator) -> float:
         """Dwell (s) before a correction: the feedback delay, log-normal with sigma 0.3."""
@@ -889,7 +884,10 @@ class TriggerControl:
             self._engaged_at_s = now_s
             self._premature = aim.target is not None and float(rng.random()) < sk.premature_prob
             self._burst_left = 0
-        engaged = aim.target is not None and aim.phase in (AimPhase.FLICK, AimPhase.CORRECT, AimPhase.TRACK)
+        phase = aim.phase
+        engaged = aim.target is not None and (
+            phase is AimPhase.FLICK or phase is AimPhase.CORRECT or phase is AimPhase.TRACK
+        )
         if not engaged or ammo <= 0 or reloading or distance_m > spec.max_range_m:
             self._burst_left = 0
             return False

@@ -420,13 +420,16 @@ class BotClient:
     def next_step_s(self) -> float | None:
         """Client time (s) at which ``step`` should next be called; None when there is nothing
         more to do (not started, or the session is over)."""
-        if self._state in (ConnState.CONNECTING, ConnState.CHALLENGED):
-            due = min(self._resend_at_s, self._handshake_start_s + self.config.handshake_timeout_s)
-            return min(due, self._flush_at_s) if self._out else due
-        if self._state is ConnState.CONNECTED:
+        # Identity tests, connected first: the driver asks after every step and delivery, and a
+        # str enum's ``in`` compares strings for every member that is not the state.
+        st = self._state
+        if st is ConnState.CONNECTED:
             if self._out and self._next_step_s is not None:
                 return min(self._next_step_s, self._flush_at_s)
             return self._next_step_s
+        if st is ConnState.CONNECTING or st is ConnState.CHALLENGED:
+            due = min(self._resend_at_s, self._handshake_start_s + self.config.handshake_timeout_s)
+            return min(due, self._flush_at_s) if self._out else due
         return None
 
     @property
@@ -502,7 +505,8 @@ class BotClient:
     def _count_out(self, data: bytes) -> bytes:
         self._c["datagrams_sent"] += 1
         self._c["bytes_sent"] += len(data)
-        if self._state in (ConnState.CONNECTING, ConnState.CHALLENGED):
+        st = self._state
+        if st is ConnState.CONNECTING or st is ConnState.CHALLENGED:
             self._c["handshake_attempts"] += 1
         return data
 
@@ -699,9 +703,9 @@ class BotClient:
         """One client tick at client time ``now_s`` (s); returns the datagrams to send."""
         out, self._out = self._out, []
         st = self._state
-        if st in (ConnState.CONNECTING, ConnState.CHALLENGED):
-            return out + self._handshake_step(now_s)
         if st is not ConnState.CONNECTED:
+            if st is ConnState.CONNECTING or st is ConnState.CHALLENGED:
+                return out + self._handshake_step(now_s)
             return out
         if now_s - self._last_recv_s > self.config.server_timeout_s:
             self._state = ConnState.TIMED_OUT
@@ -791,10 +795,14 @@ class BotClient:
 
     def _sanitize(self, intent: Intent) -> Intent:
         """Keep an intent inside the protocol's ranges (a brain bug must not send NaN)."""
-        yaw = _finite(intent.yaw_deg, self._yaw)
-        pitch = _finite(intent.pitch_deg, self._pitch)
-        forward = _finite(intent.forward, 0.0)
-        side = _finite(intent.side, 0.0)
+        yaw, pitch, forward, side = intent.yaw_deg, intent.pitch_deg, intent.forward, intent.side
+        # _finite of each, skipped for the finite floats every honest brain sends (_finite returns them).
+        if not (type(yaw) is float and type(pitch) is float and type(forward) is float and type(side) is float
+                and math.isfinite(yaw + pitch + forward + side)):
+            yaw = _finite(yaw, self._yaw)
+            pitch = _finite(pitch, self._pitch)
+            forward = _finite(forward, 0.0)
+            side = _finite(side, 0.0)
         switch = intent.weapon_switch if intent.weapon_switch in _WEAPON_IDS else 0
         lim = PITCH_LIMIT_DEG
         # min(max(x, lo), hi) spelled as conditionals (the same value for any x; every tick).
@@ -821,7 +829,7 @@ class BotClient:
         n = min(max(int(self.hooks.commands_this_step(now_s, self.rng)), 1), self.config.max_commands_per_step)
         shots: list[Shot] = []
         for k in range(n):
-            cmd, shot = self._make_command(intent, vt, rows, dt, first=k == 0)
+            cmd, shot = self._make_command(intent, vt, rows, dt, k == 0)
             sent = self.hooks.command(cmd, p)
             if sent.pos != cmd.pos:
                 self._predictor.override(sent.pos)
@@ -889,20 +897,10 @@ class BotClient:
                 shot = self._shot(seq, held, intent, punch, state, vt, EntityView.from_rows(*rows))
         self._weapon_marks[seq] = _WeaponMark(held, int(ws.ammo[0, held]) if held else 0,
                                               int(ws.reserve[0, held]) if held else 0)
+        # Positional, in field order (seq ... recoil_yaw_deg, pos): built every tick.
         cmd = Command(
-            seq=seq,
-            client_tick=self._tick & _U32,
-            view_time_s=vt,
-            duration_s=dt,
-            forward=float(forward),
-            side=float(side),
-            yaw_deg=intent.yaw_deg,
-            pitch_deg=intent.pitch_deg,
-            buttons=int(buttons),
-            weapon_switch=int(switch),
-            recoil_pitch_deg=punch[0],
-            recoil_yaw_deg=punch[1],
-            pos=self._claimable(state.pos),
+            seq, self._tick & _U32, vt, dt, float(forward), float(side), intent.yaw_deg, intent.pitch_deg,
+            int(buttons), int(switch), punch[0], punch[1], self._claimable(state.pos),
         )
         return cmd, shot
 
@@ -966,9 +964,9 @@ class BotClient:
         max_bytes = min(lim.max_datagram_bytes if lim else 1200, self.config.protocol.max_datagram_bytes)
         cmds = list(self._history)[-max_cmds:]
         records = list(self._records)[-max_cmds:]
+        by_seq = self._shots_by_seq
         while True:
-            seqs = [c.seq for c in cmds]
-            shots = [s for q in seqs for s in self._shots_by_seq.get(q, ())] if self._shots_by_seq else []
+            shots = [s for c in cmds for s in by_seq.get(c.seq, ())] if by_seq else []
             if len(shots) > max_shots:
                 # The newest shots matter: older ones already went out with earlier packets.
                 shots = shots[len(shots) - max_shots:]

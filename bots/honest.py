@@ -624,7 +624,7 @@ class HonestBrain:
         last = self._last_aim
         aim_ready = (
             last is not None and sighting is not None and last.target == sighting.entity.slot
-            and last.phase in (AimPhase.CORRECT, AimPhase.TRACK)
+            and (last.phase is AimPhase.CORRECT or last.phase is AimPhase.TRACK)
             and last.perceived_error_deg <= 2.0 * self.skill.fire_tolerance * 0.5 * max(last.width_deg, 1e-6)
         )
         fight = FightInfo(sighting, threat, aim_ready, p.reloading, spec)

@@ -30,7 +30,7 @@ import numba
 import numpy as np
 
 from bots.perception import SeenEntity
-from server.entity_block import ENTITY_BYTES, ENTITY_DTYPE, EntityFlags
+from server.entity_block import ENTITY_BYTES, ENTITY_DTYPE, EntityFlags, load_floats
 from server.protocol import OwnState, Snapshot
 from world.constants import STANCE_CROUCHING, STANCE_STANDING
 from world.geometry import MapGeometry
@@ -100,32 +100,35 @@ if [ENTITY_DTYPE.fields[k][1] - _FLOAT_OFFSET for k in ("pos", "vel", "yaw", "pi
 
 
 @numba.njit(cache=True, nogil=True)
-def _unpack(raw: np.ndarray, f4: np.ndarray, own: int, byte_columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+def _unpack(data: bytes, own: int, byte_columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
     """(ints (K, 4): slot, flags, weapon, health; floats (K, 8): pos xyz, vel xyz, yaw, pitch) of
-    the records (bytes ``raw`` (N, record size), floats ``f4`` (N, 8)) whose slot is not ``own``,
-    sorted by slot."""
-    n = raw.shape[0]
+    the records of the entity block ``data`` whose slot is not ``own``, sorted by slot."""
+    raw = np.frombuffer(data, np.uint8)
+    n = raw.shape[0] // ENTITY_BYTES
     slot_col = byte_columns[0]
     order = np.empty(n, dtype=np.int64)
     k = 0
     for i in range(n):
-        if raw[i, slot_col] == own:
+        if raw[i * ENTITY_BYTES + slot_col] == own:
             continue
         # Insertion sort by slot (stable; a block holds a few records, its slots are distinct).
         j = k
-        while j > 0 and raw[order[j - 1], slot_col] > raw[i, slot_col]:
+        while j > 0 and raw[order[j - 1] * ENTITY_BYTES + slot_col] > raw[i * ENTITY_BYTES + slot_col]:
             order[j] = order[j - 1]
             j -= 1
         order[j] = i
         k += 1
     ints = np.empty((k, 4), dtype=np.intp)
     floats = np.empty((k, 8))
+    bits = np.empty(8, np.uint32)
+    f4 = bits.view(np.float32)
     for r in range(k):
-        i = order[r]
+        base = order[r] * ENTITY_BYTES
         for c in range(4):
-            ints[r, c] = raw[i, byte_columns[c]]
+            ints[r, c] = raw[base + byte_columns[c]]
+        load_floats(raw, base, bits)
         for c in range(8):
-            floats[r, c] = f4[i, c]
+            floats[r, c] = f4[c]
     return ints, floats
 
 
@@ -133,12 +136,9 @@ def _columns(data: bytes, own_slot: int | None) -> tuple[np.ndarray, np.ndarray]
     """A SNAPSHOT's entity block (validated when the datagram was decoded) -> (ints (K, 4):
     slot, flags, weapon, health; floats (K, 8): pos xyz, vel xyz, yaw, pitch) of the records not
     of ``own_slot``, sorted by slot. Interpolation is then one kernel call on the floats."""
-    n = len(data) // ENTITY_BYTES
-    if not n:
+    if not data:
         return _NO_INTS, _NO_FLOATS
-    raw = np.frombuffer(data, dtype=np.uint8).reshape(n, ENTITY_BYTES)
-    f4 = np.ndarray((n, 8), dtype="<f4", buffer=data, offset=_FLOAT_OFFSET, strides=(ENTITY_BYTES, 4))
-    ints, floats = _unpack(raw, f4, -1 if own_slot is None else own_slot, _BYTE_COLUMNS)
+    ints, floats = _unpack(data, -1 if own_slot is None else own_slot, _BYTE_COLUMNS)
     return (ints, floats) if len(ints) else (_NO_INTS, _NO_FLOATS)
 
 
@@ -344,10 +344,8 @@ def _assemble(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, n
     return ints[order], floats[order]
 
 
-# Compile (or load from numba's cache) the kernels now, not at a bot's first snapshot (a block of
-# one record is a contiguous float view, of several a strided one).
+# Compile (or load from numba's cache) the kernels now, not at a bot's first snapshot.
 _columns(bytes(ENTITY_BYTES), None)
-_columns(bytes(2 * ENTITY_BYTES), None)
 _interpolated(np.zeros((1, 8)), np.zeros((1, 8)), 0.0, 1.0, 0.5, 1.0)
 
 
@@ -403,13 +401,21 @@ class WorldModel:
                 frame.ints, frame.floats = ints[order], floats[order]
                 frame.slot_key = frame.ints[:, 0].tobytes()
             return SnapshotUpdate(False, False, False, False)
-        if self._frames and snap.server_time_s < self._times[0]:
+        t = snap.server_time_s
+        times = self._times
+        if times and t < times[0]:
             return SnapshotUpdate(False, False, False, True)
-        frame = Frame(snap.tick, snap.server_time_s, snap.last_cmd_seq, snap.own, snap.part_count, {snap.part}, ints,
-                      floats, ints[:, 0].tobytes())
-        at = bisect.bisect_right(self._times, snap.server_time_s)
-        self._frames.insert(at, frame)
-        self._times.insert(at, snap.server_time_s)
+        # Most snapshots carry no entity: their slot key is the empty one, without a numpy call.
+        key = ints[:, 0].tobytes() if ints is not _NO_INTS else b""
+        frame = Frame(snap.tick, t, snap.last_cmd_seq, snap.own, snap.part_count, {snap.part}, ints, floats, key)
+        if times and t < times[-1]:
+            at = bisect.bisect_right(times, t)
+            self._frames.insert(at, frame)
+            times.insert(at, t)
+        else:
+            # In order (nearly always): bisect_right would give the end.
+            self._frames.append(frame)
+            times.append(t)
         self._ticks[snap.tick] = frame
         newest = self._newest_tick is None or snap.tick > self._newest_tick
         if newest:
@@ -457,11 +463,15 @@ class WorldModel:
     def advance_view_time(self, now_s: float) -> float | None:
         """The view time for this client tick: :meth:`view_time_at`, but never going backwards
         (a clock correction slows the view down instead of replaying the past)."""
-        t = self.view_time_at(now_s)
-        if t is None:
+        off = self._offset_s
+        if off is None:
             return self._view_s
-        if self._view_s is not None and t < self._view_s:
-            return self._view_s
+        # view_time_at(now_s), inlined (every client tick); max(0.0, x) as a conditional.
+        t = now_s + off - self.config.interp_delay_s
+        t = t if t > 0.0 else 0.0  # noqa: FURB136
+        view = self._view_s
+        if view is not None and t < view:
+            return view
         self._view_s = t
         return t
 

@@ -283,6 +283,15 @@ class LinkStats:
     in_flight: int
 
 
+def _pareto_noise(n0: float, n1: float, p0: float, p1: float) -> tuple[float, float]:
+    """``pareto_normal``'s two unit-variance, zero-mean delay noises (original and duplicate copy)
+    from a packet's two standard normals and two Lomax draws (the other distribution uses the
+    normals as they are)."""
+    # numpy's element-wise operations, one element at a time: the same roundings.
+    p0, p1 = (p0 - _PARETO_MEAN) / _PARETO_STD, (p1 - _PARETO_MEAN) / _PARETO_STD
+    return _PN_NORMAL_W * n0 + _PN_PARETO_W * p0, _PN_NORMAL_W * n1 + _PN_PARETO_W * p1
+
+
 class Link:
     """One direction of an impaired path; pure and deterministic for a given generator.
 
@@ -369,7 +378,7 @@ class Link:
             self._next = 0
         u_loss, u_dup, u_reorder, u_state, n0, n1, p0, p1 = self._block[self._next]
         self._next += 1
-        noise = self._noise(n0, n1, p0, p1)
+        noise = _pareto_noise(n0, n1, p0, p1) if self._pareto else (n0, n1)
 
         if cfg.loss_burst is not None:
             ge = cfg.loss_burst
@@ -405,15 +414,6 @@ class Link:
     def next_due_s(self) -> float | None:
         """Delivery time (s) of the next packet, or None when nothing is in flight."""
         return self._queue[0][0] if self._queue else None
-
-    def _noise(self, n0: float, n1: float, p0: float, p1: float) -> tuple[float, float]:
-        """Two unit-variance, zero-mean delay noises (original and duplicate copy) from a packet's
-        two standard normals and two Lomax draws (used by ``pareto_normal`` only)."""
-        if not self._pareto:
-            return n0, n1
-        # numpy's element-wise operations, one element at a time: the same roundings.
-        p0, p1 = (p0 - _PARETO_MEAN) / _PARETO_STD, (p1 - _PARETO_MEAN) / _PARETO_STD
-        return _PN_NORMAL_W * n0 + _PN_PARETO_W * p0, _PN_NORMAL_W * n1 + _PN_PARETO_W * p1
 
     def _schedule(self, payload: bytes, now_s: float, noise: float, reorder: bool) -> None:
         """Queue one copy, unless the queue limit refuses it."""

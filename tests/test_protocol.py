@@ -820,6 +820,38 @@ def test_entity_block_validation(field: str, value: float, kind: str) -> None:
         encode_entities(rec, EntityLimits(max_slots=128))
 
 
+def test_entity_block_check_agrees_with_the_field_checks() -> None:
+    # The compiled pass decides; a block refused by it is explained field by field, which must
+    # then name a reason (and a block it passes must pass every field check).
+    rng = np.random.default_rng(5)
+    limits = EntityLimits(max_slots=128)
+    refused = 0
+    for _ in range(3000):
+        k = int(rng.integers(1, 6))
+        rec = make_entities(rng.integers(0, 140, k), rng.integers(0, 8, k), rng.normal(0.0, 4000.0, (k, 3)),
+                            rng.normal(0.0, 40.0, (k, 3)), rng.normal(0.0, 200.0, k), rng.normal(0.0, 50.0, k),
+                            rng.integers(0, 10, k), rng.integers(0, 300, k))
+        raw = bytearray(rec.tobytes())
+        raw[int(rng.integers(len(raw)))] = int(rng.integers(256))
+        data = bytes(raw)
+        floats = np.ndarray((k, 8), "<f4", data, 2, (ENTITY_BYTES, 4))
+        slots = data[0::ENTITY_BYTES]
+        ok = (
+            bool((np.abs(floats) <= [1e4] * 3 + [100.0] * 3 + [360.0, 89.0]).all()) and max(slots) < 128
+            and all(not b & ~7 for b in data[1::ENTITY_BYTES])
+            and all(b == 0 or b in {int(w) for w in WeaponId} for b in data[34::ENTITY_BYTES])
+            and len(set(slots)) == len(slots)
+        )
+        try:
+            decode_entities(data, limits)
+        except EntityBlockError:
+            refused += 1
+            assert not ok
+        else:
+            assert ok
+    assert 0 < refused < 3000
+
+
 def test_entity_block_length_must_be_whole_records() -> None:
     with pytest.raises(EntityBlockError) as info:
         decode_entities(bytes(ENTITY_BYTES + 1))
@@ -972,6 +1004,79 @@ def test_decode_client_fast_path_agrees_with_decode(monkeypatch: pytest.MonkeyPa
                 outcomes.append((ProtocolError, exc.reason, None))
         assert outcomes[0] == outcomes[1], fields
     fast = runs - general["calls"]  # decode_client fell back to (the patched) decode for the others
+    assert 500 < fast < runs, fast
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.tuples(*(_tricky(b) for b in own())))
+def test_own_fast_path_agrees_with_checks(fields: tuple[Any, ...]) -> None:
+    from server.protocol import _own, _own_checked
+
+    assert _outcome(_own, fields) == _outcome(_own_checked, fields)
+
+
+_SNAPSHOT_FIELDS = (5, 1.0, None, 0, 1, tuple(tuple(x) if isinstance(x, list) else x for x in own()), entity_bytes())
+
+
+def test_snapshot_fast_path_agrees_with_checks() -> None:
+    """Edge values in one or two fields of a valid SNAPSHOT body (two: the header's bounds
+    depend on each other, part < part_count)."""
+    from server.protocol import _snapshot, _snapshot_checked
+
+    values = [0, 1, -1, 2, 7, 8, 9, 0.0, -0.0, 1.0, 1e10, 1e11, U32_MAX, U32_MAX + 1, _NAN, True, None, "x"]
+    n = len(_SNAPSHOT_FIELDS)
+    for i in range(n):
+        for j in range(i, n):
+            for v in values:
+                for w in values if j != i else [v]:
+                    fields = list(_SNAPSHOT_FIELDS)
+                    fields[i], fields[j] = v, w
+                    body = tuple(fields)
+                    assert _outcome(_snapshot, body) == _outcome(_snapshot_checked, body), body
+
+
+def test_decode_server_fast_path_agrees_with_decode(monkeypatch: pytest.MonkeyPatch) -> None:
+    """decode_server takes the per-tick SNAPSHOT past the general layers: same message, same
+    reason as decode, for mutations of every SNAPSHOT field (and the fast path does take most)."""
+    import server.protocol as protocol
+
+    general = {"calls": 0}
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        general["calls"] += 1
+        return decode(*args, **kwargs)
+
+    monkeypatch.setattr(protocol, "decode", counted)
+    rng = random.Random(7)
+    edges: list[list[Any]] = [
+        [V, 1, V + 1, True, 2.0, None],
+        [19, 3, 20, True, 19.0, "19", 99],
+        [0, U32_MAX, U32_MAX + 1, -1, True, 1.0, None],
+        [0.0, 1e10, math.nextafter(1e10, _INF), -0.0, -1e-300, 5, _NAN, _INF, True, None],
+        [None, 0, U32_MAX, U32_MAX + 1, -1, False, 1.5],
+        [0, 1, 7, 8, -1, True, 0.0, None],
+        [1, 2, 8, 9, 0, True, 1.0, None],
+        [own(), own(pos=[1e5, 0.0, 0.0]), own(health=_NAN), own(weapon=8), own(ammo=True), own(pos=[1, 2, 3]),
+         own()[:-1], "o", None],
+        [entity_bytes(), b"", entity_bytes(pitch=90.0), entity_bytes(slot=2), entity_bytes()[:-1], "e", None],
+    ]
+    runs = 3000
+    for i in range(runs):
+        fields: list[Any] = [V, 19, 5, 1.0, None, 0, 1, own(), entity_bytes()]
+        for _ in range(rng.choice([0, 1, 1, 2])):
+            k = rng.randrange(len(fields))
+            fields[k] = rng.choice(edges[k])
+        data = pk(*fields) if i % 10 else pk(*fields, 0)  # and a wrong arity now and then
+        if i % 7 == 0:
+            data = data[: rng.randrange(len(data) + 1)]
+        outcomes = []
+        for fn in (decode_server, lambda d: decode(d, allowed=protocol.SERVER_TYPES)):
+            try:
+                outcomes.append(("ok", None, fn(data)))
+            except ProtocolError as exc:
+                outcomes.append((ProtocolError, exc.reason, None))
+        assert outcomes[0] == outcomes[1], fields
+    fast = runs - general["calls"]  # decode_server fell back to (the patched) decode for the others
     assert 500 < fast < runs, fast
 
 
