@@ -733,9 +733,6 @@ def encode(message: Message, limits: ProtocolLimits = DEFAULT_LIMITS, *, check_s
     return data
 
 
-_SNAPSHOT_ID: Final = int(MsgType.SNAPSHOT)
-
-
 class SnapshotEncoder:
     """Encodes one tick's SNAPSHOT datagrams: byte for byte ``encode(Snapshot(tick,
     server_time_s, last_cmd_seq, own, block, part, part_count))``, without building message
