@@ -391,6 +391,84 @@ def simulate(
     return _simulate_vector(*state, cmd, geometry, cfg)
 
 
+def simulate_sequence(
+    slots: np.ndarray,
+    pos: np.ndarray,
+    vel: np.ndarray,
+    on_ground: np.ndarray,
+    stance: np.ndarray,
+    cmd: MoveCommands,
+    weapon_speed_m_s: np.ndarray,
+    geometry: MapGeometry,
+    config: MovementConfig | None = None,
+) -> tuple[MoveResult, np.ndarray, np.ndarray, np.ndarray]:
+    """Advance players by any number of commands each; pure (inputs are not modified).
+
+    Row i of ``cmd`` moves player ``slots[i]`` from the state its previous row left, its first
+    row from the player's row of the per-slot state ``pos`` (S, 3), ``vel`` (S, 3), ``on_ground``
+    (S,) bool and ``stance`` (S,) int8 (a world's arrays). The same as :func:`simulate` called
+    with each player's rows one after the other (a server's rounds of commands), in one call.
+    ``weapon_speed_m_s``: (N,) per row.
+
+    Returns the rows' results and the (pos, vel, on_ground) each row started from.
+    Raises ValueError for a slot outside the state, mismatched shapes or non-finite state.
+    """
+    cfg = config or _DEFAULT_CONFIG
+    n = len(cmd)
+    rows = np.asarray(slots, dtype=np.intp)
+    if rows.shape != (n,) or (n and (rows.min() < 0 or rows.max() >= pos.shape[0])):
+        raise ValueError(f"slots must be ({n},) rows of the state, got {rows.shape}")
+    wspeed = _as_column("weapon_speed_m_s", weapon_speed_m_s, n)
+    if not np.isfinite(wspeed).all() or (wspeed < 0.0).any():
+        raise ValueError("weapon_speed_m_s must be finite and non-negative")
+    if not _KERNEL_EXACT:
+        return _simulate_sequence_vector(rows, pos, vel, on_ground, stance, cmd, wspeed, geometry, cfg)
+    c = np.ascontiguousarray
+    start_pos, start_vel, start_ground, *out, wedged = movement_kernel.simulate_sequence(
+        rows, c(pos, dtype=np.float64), c(vel, dtype=np.float64), c(on_ground, dtype=bool), c(stance, dtype=np.int8),
+        wspeed, c(cmd.forward_move), c(cmd.side_move), c(cmd.yaw_deg), c(cmd.buttons), c(cmd.dt_s),
+        *_config_table(cfg), *geometry.sweep_args,
+    )  # fmt: skip
+    # What simulate checks of each round's starting state.
+    if not (_all_finite(start_pos) and _all_finite(start_vel)):
+        raise ValueError("pos/vel contain NaN or inf")
+    if wedged:
+        log.warning("slide move ended inside a wall for %d players; kept their start positions", wedged)
+    return MoveResult(*out), start_pos, start_vel, start_ground
+
+
+def _simulate_sequence_vector(
+    rows: np.ndarray,
+    pos: np.ndarray,
+    vel: np.ndarray,
+    on_ground: np.ndarray,
+    stance: np.ndarray,
+    cmd: MoveCommands,
+    wspeed: np.ndarray,
+    geometry: MapGeometry,
+    cfg: MovementConfig,
+) -> tuple[MoveResult, np.ndarray, np.ndarray, np.ndarray]:
+    """``simulate_sequence`` through :func:`simulate`, one row at a time."""
+    n = len(cmd)
+    state = (np.array(pos, dtype=np.float64), np.array(vel, dtype=np.float64), np.array(on_ground, dtype=bool),
+             np.array(stance, dtype=np.int8))
+    start = (np.empty((n, 3)), np.empty((n, 3)), np.empty(n, dtype=bool))
+    out = (np.empty((n, 3)), np.empty((n, 3)), np.empty(n, dtype=bool), np.empty(n, dtype=np.int8),
+           np.empty(n, dtype=bool), np.empty(n, dtype=bool))
+    for i, s in enumerate(rows.tolist()):
+        for have, arr in zip(start, state[:3], strict=True):
+            have[i] = arr[s]
+        one = MoveCommands(cmd.forward_move[i : i + 1], cmd.side_move[i : i + 1], cmd.yaw_deg[i : i + 1],
+                           cmd.pitch_deg[i : i + 1], cmd.buttons[i : i + 1], cmd.dt_s[i : i + 1])
+        r = simulate(state[0][s : s + 1], state[1][s : s + 1], state[2][s : s + 1], state[3][s : s + 1], one,
+                     wspeed[i : i + 1], geometry, cfg)
+        for arr, value in zip(out, (r.pos, r.vel, r.on_ground, r.stance, r.crouch_pressed, r.touched_wall), strict=True):
+            arr[i] = value[0]
+        for arr, value in zip(state, (r.pos, r.vel, r.on_ground, r.stance), strict=True):
+            arr[s] = value[0]
+    return MoveResult(*out), *start
+
+
 def simulate_one(
     pos: tuple[float, float, float],
     vel: tuple[float, float, float],

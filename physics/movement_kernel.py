@@ -256,6 +256,56 @@ def simulate_rows(
 
 
 @numba.njit(cache=True, nogil=True)
+def simulate_sequence(
+    slots: np.ndarray, pos: np.ndarray, vel: np.ndarray, ground: np.ndarray, stance: np.ndarray,
+    weapon_speed: np.ndarray, fwd: np.ndarray, side: np.ndarray, yaw_deg: np.ndarray, buttons: np.ndarray,
+    dt: np.ndarray, cfg: np.ndarray, flags: np.ndarray,
+    frame: np.ndarray, gnx: int, gny: int, edges: np.ndarray, cell_start: np.ndarray, cell_edges: np.ndarray,
+    poly_first: np.ndarray, cell_poly_start: np.ndarray, cell_polys: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+           np.ndarray, int]:  # pragma: no cover - compiled
+    """:func:`simulate_one` for each row in order, row i moving player ``slots[i]`` (in
+    ``[0, len(pos))``) from where its previous row left it, its first row from the per-slot state
+    ``pos[s], vel[s], ground[s], stance[s]``: (start pos (N, 3), start vel (N, 3), start on ground,
+    pos (N, 3), vel (N, 3), on ground, stance (int8), crouch pressed, touched a wall, players wedged)."""
+    n = slots.shape[0]
+    start_pos = np.empty((n, 3))
+    start_vel = np.empty((n, 3))
+    start_ground = np.empty(n, dtype=np.bool_)
+    out_pos = np.empty((n, 3))
+    out_vel = np.empty((n, 3))
+    out_ground = np.empty(n, dtype=np.bool_)
+    out_stance = np.empty(n, dtype=np.int8)
+    out_pressed = np.empty(n, dtype=np.bool_)
+    out_touched = np.empty(n, dtype=np.bool_)
+    last = np.full(pos.shape[0], -1, dtype=np.int64)
+    wedged = 0
+    for i in range(n):
+        s = slots[i]
+        j = last[s]
+        last[s] = i
+        if j < 0:
+            px, py, pz, vx, vy, vz = pos[s, 0], pos[s, 1], pos[s, 2], vel[s, 0], vel[s, 1], vel[s, 2]
+            g, st = ground[s], stance[s]
+        else:
+            px, py, pz, vx, vy, vz = out_pos[j, 0], out_pos[j, 1], out_pos[j, 2], out_vel[j, 0], out_vel[j, 1], out_vel[j, 2]
+            g, st = out_ground[j], out_stance[j]
+        start_pos[i, 0], start_pos[i, 1], start_pos[i, 2] = px, py, pz
+        start_vel[i, 0], start_vel[i, 1], start_vel[i, 2] = vx, vy, vz
+        start_ground[i] = g
+        x, y, z, hx, hy, hz, g1, st1, pr, tw, wg = simulate_one(
+            px, py, pz, vx, vy, vz, g, st, weapon_speed[i], fwd[i], side[i], yaw_deg[i], buttons[i], dt[i], cfg, flags,
+            frame, gnx, gny, edges, cell_start, cell_edges, poly_first, cell_poly_start, cell_polys,
+        )
+        out_pos[i, 0], out_pos[i, 1], out_pos[i, 2] = x, y, z
+        out_vel[i, 0], out_vel[i, 1], out_vel[i, 2] = hx, hy, hz
+        out_ground[i], out_stance[i], out_pressed[i], out_touched[i] = g1, st1, pr, tw
+        wedged += wg
+    return (start_pos, start_vel, start_ground, out_pos, out_vel, out_ground, out_stance, out_pressed, out_touched,
+            wedged)
+
+
+@numba.njit(cache=True, nogil=True)
 def max_speeds(
     vel: np.ndarray, ground: np.ndarray, weapon_speed: np.ndarray, fwd: np.ndarray, side: np.ndarray,
     yaw_deg: np.ndarray, buttons: np.ndarray, dt: np.ndarray, cfg: np.ndarray, flags: np.ndarray,
@@ -326,7 +376,7 @@ def primitives(
 
 
 def warm_up() -> None:
-    """Compile (or load from numba's cache) both entry points now, on a map without walls, so
+    """Compile (or load from numba's cache) the entry points now, on a map without walls, so
     that the first command a server or a bot simulates does not wait for the compiler."""
     cfg, flags = config_table(MovementConfig())
     tables = SweepTables(
@@ -341,3 +391,6 @@ def warm_up() -> None:
                cfg, flags)
     simulate_rows(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0, dtype=np.bool_), np.zeros(0, dtype=np.int8), none,
                   none, none, none, np.zeros(0, dtype=np.int64), none, cfg, flags, *tables)
+    simulate_sequence(np.zeros(0, dtype=np.intp), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0, dtype=np.bool_),
+                      np.zeros(0, dtype=np.int8), none, none, none, none, np.zeros(0, dtype=np.int64), none, cfg, flags,
+                      *tables)

@@ -34,7 +34,7 @@ from lagcomp.hitreg import BaitTargets, ShotBatch, eye_positions, register_shots
 from lagcomp.rewind_policy import decision_of, rewind_times
 from lagcomp.shot import ShotClaim
 from physics.buttons import Buttons
-from physics.movement import MoveCommands, simulate
+from physics.movement import MoveCommands, simulate_sequence
 from physics.validation import MovementValidator, TimerBalance, Verdict
 from physics.weapon_state import WeaponState, current_spread_deg, shot_directions
 from server import protocol as proto
@@ -241,12 +241,13 @@ class _TickCommands:
         yaw: (N,) the view yaw as the world keeps it, in [-180, 180) (deg).
         alive: (N,) the player is alive (so its command moves it); all_alive: all are.
         cos_sin: (2, 2, N) cos and sin of yaw and pitch (radians).
-        prev_pos, prev_vel, prev_ground, speed, pos, vel: per moved row, the state before the
-            command, the held weapon's move speed (m/s) and the simulated position and velocity.
+        prev_pos, prev_vel, prev_ground, speed, pos, vel, ground, stance, pressed: per moved row,
+            the state before the command, the held weapon's move speed (m/s) and the simulated
+            position, velocity, on-ground flag, stance and crouch press.
     """
 
-    __slots__ = ("alive", "all_alive", "claimed", "cos_sin", "numbers", "pos", "prev_ground", "prev_pos",
-                 "prev_vel", "slots", "speed", "times", "vel", "yaw")
+    __slots__ = ("alive", "all_alive", "claimed", "cos_sin", "ground", "numbers", "pos", "prev_ground", "prev_pos",
+                 "prev_vel", "pressed", "slots", "speed", "stance", "times", "vel", "yaw")
 
     def __init__(self, flat: list[proto.Command], slots: list[int], times: list[float], world: WorldState) -> None:
         columns = tuple(zip(*flat, strict=True))
@@ -273,6 +274,9 @@ class _TickCommands:
         self.speed = np.empty(n)
         self.pos = np.empty((n, 3))
         self.vel = np.empty((n, 3))
+        self.ground = np.empty(n, dtype=bool)
+        self.stance = np.empty(n, dtype=np.int8)
+        self.pressed = np.empty(n, dtype=bool)
 
 
 @dataclass(slots=True)
@@ -286,6 +290,9 @@ class _Round:
     stop: int
     acting: list[int]
     """Indices into the round of the commands that act on the weapon (switch, reload, shots)."""
+    switches: bool
+    """A command of the round switches weapons: the move speed of the player's next command may
+    change (the switch comes after the round's movement)."""
     live: np.ndarray
     """Indices into the round of the players that moved (alive)."""
     mark: int = 0
@@ -680,18 +687,50 @@ class ServerCore:
         rounds: list[_Round] = []
         start = 0
         for members, cmds, acting in zip(round_sessions, round_cmds, round_acting, strict=True):
-            rounds.append(_Round(members, cmds, start, start + len(cmds), acting, _NO_ROWS))
+            switches = any(cmds[i].weapon_switch for i in acting)
+            rounds.append(_Round(members, cmds, start, start + len(cmds), acting, switches, _NO_ROWS))
             start += len(cmds)
         flat = list(chain.from_iterable(round_cmds))
         flat_slots = [session.slot for members in round_sessions for session in members]
         flat_times = list(chain.from_iterable(round_times))
         commands = _TickCommands(flat, flat_slots, flat_times, self.world)
         pending: list[_PendingShot] = []
-        for round_ in rounds:
+        moved = 0
+        for k, round_ in enumerate(rounds):
+            if k == moved:
+                moved = self._move(rounds, k, commands)
             pending.extend(self._apply_round(round_, commands, now_s))
         self._validate_moves(rounds, commands, now_s)
         self.weapons.sync_to(self.world)
         return pending
+
+    def _move(self, rounds: list[_Round], first: int, commands: _TickCommands) -> int:
+        """Simulate the movement of rounds ``first`` up to the next one with a weapon switch, in one
+        call (each player's commands in turn); returns the round after them. A switch changes the
+        move speed of the player's later commands, so those move once the switch happened."""
+        last = first
+        while last < len(rounds) - 1 and not rounds[last].switches:
+            last += 1
+        a, b = rounds[first].start, rounds[last].stop
+        rows = slice(a, b) if commands.all_alive else a + np.flatnonzero(commands.alive[a:b])
+        ls = commands.slots[rows]
+        if ls.size:
+            w = self.world
+            move = _move_commands(commands.numbers[:, rows])
+            speed = _MOVE_SPEED_M_S[self.weapons.weapon[ls]]
+            result, prev_pos, prev_vel, prev_ground = simulate_sequence(
+                ls, w.pos, w.vel, w.on_ground, w.stance, move, speed, self.geometry, self.config.movement
+            )
+            commands.prev_pos[rows] = prev_pos
+            commands.prev_vel[rows] = prev_vel
+            commands.prev_ground[rows] = prev_ground
+            commands.speed[rows] = speed
+            commands.pos[rows] = result.pos
+            commands.vel[rows] = result.vel
+            commands.ground[rows] = result.on_ground
+            commands.stance[rows] = result.stance
+            commands.pressed[rows] = result.crouch_pressed
+        return last + 1
 
     def _apply_round(self, round_: _Round, commands: _TickCommands, now_s: float) -> list[_PendingShot]:
         w = self.world
@@ -706,25 +745,15 @@ class ServerCore:
         if live.size:
             rows = slice(a, b) if everyone else a + live
             ls = slots if everyone else slots[live]
-            num = commands.numbers[:, rows]
-            move = _move_commands(num)
-            speed = _MOVE_SPEED_M_S[self.weapons.weapon[ls]]
-            prev_pos, prev_vel, prev_ground = w.pos[ls], w.vel[ls], w.on_ground[ls]
-            result = simulate(prev_pos, prev_vel, prev_ground, w.stance[ls], move, speed, self.geometry, self.config.movement)
-            commands.prev_pos[rows] = prev_pos
-            commands.prev_vel[rows] = prev_vel
-            commands.prev_ground[rows] = prev_ground
-            commands.speed[rows] = speed
-            commands.pos[rows] = result.pos
-            commands.vel[rows] = result.vel
             round_.mark = len(self._tick_events)
             # The kept position is always the simulated one, whatever the claim's verdict.
-            w.pos[ls] = result.pos
-            w.vel[ls] = result.vel
-            w.on_ground[ls] = result.on_ground
-            w.stance[ls] = result.stance
-            if result.crouch_pressed.any():
-                for i in live[result.crouch_pressed].tolist():
+            w.pos[ls] = commands.pos[rows]
+            w.vel[ls] = commands.vel[rows]
+            w.on_ground[ls] = commands.ground[rows]
+            w.stance[ls] = commands.stance[rows]
+            pressed = commands.pressed[rows]
+            if pressed.any():
+                for i in live[pressed].tolist():
                     self.weapons.note_crouch_presses(slots[i : i + 1], float(commands.times[a + i]))
         pending: list[_PendingShot] = []
         for i in round_.acting:
