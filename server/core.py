@@ -115,8 +115,9 @@ _aim_sample = _slot_setter_constructor(AimSample, _AIM_FIELDS)
 
 @numba.njit(cache=True)
 def _aim_candidates(
-    slots: np.ndarray, cos_sin: np.ndarray, offset: int, pos: np.ndarray, stance: np.ndarray, eye_m: np.ndarray,
-    chest_m: np.ndarray, visible: np.ndarray, alive: np.ndarray, active: np.ndarray,
+    slots: np.ndarray, stops: np.ndarray, moved: np.ndarray, cos_sin: np.ndarray, offset: int, pos: np.ndarray,
+    stance: np.ndarray, row_pos: np.ndarray, row_stance: np.ndarray, eye_m: np.ndarray, chest_m: np.ndarray,
+    visible: np.ndarray, alive: np.ndarray, active: np.ndarray,
     cos_out: np.ndarray, dist_out: np.ndarray, target_out: np.ndarray, counts: np.ndarray,
 ) -> int:
     """For each viewer ``slots[i]``, every visible, alive, active other player in slot order: the
@@ -125,51 +126,68 @@ def _aim_candidates(
     ``counts[i]`` each; returns the total. ``cos_sin[:, :, offset + i]``: cos and sin of viewer i's
     yaw and pitch (radians), numpy's (the view is ``world.state.view_direction``'s).
 
+    The viewers come in rounds, round r ending before row ``stops[r]``, and each round sees the
+    world as it leaves it: ``pos`` and ``stance`` (not modified) as they were before the first
+    round, where each round's ``moved`` rows first put their player at ``row_pos``, ``row_stance``.
+
     The arithmetic is the numpy version's, bit for bit: the norm sums (x*x + y*y) + z*z as numpy's
     axis reduction does, and the dot product sums (x + z) + y as ``einsum`` does for three terms
     (its vector reduction); tests/test_server_core.py checks both against numpy."""
+    pos = pos.copy()
+    stance = stance.copy()
     n = 0
     cap = pos.shape[0]
-    for i in range(slots.shape[0]):
-        s = slots[i]
-        ex = pos[s, 0]
-        ey = pos[s, 1]
-        ez = pos[s, 2] + eye_m[stance[s]]
-        col = offset + i
-        cp = cos_sin[0, 1, col]
-        vx = cp * cos_sin[0, 0, col]
-        vy = cp * cos_sin[1, 0, col]
-        vz = cos_sin[1, 1, col]
-        start = n
-        for t in range(cap):
-            if t == s or not (visible[s, t] and alive[t] and active[t]):
-                continue
-            x = pos[t, 0] - ex
-            y = pos[t, 1] - ey
-            z = (pos[t, 2] + chest_m[stance[t]]) - ez
-            d = math.sqrt((x * x + y * y) + z * z)
-            c = ((vx * x + vz * z) + vy * y) / max(d, 1e-9)
-            if c < -1.0:
-                c = -1.0
-            elif c > 1.0:
-                c = 1.0
-            cos_out[n] = c
-            dist_out[n] = d
-            target_out[n] = t
-            n += 1
-        counts[i] = n - start
+    first = 0
+    for stop in stops:
+        for i in range(first, stop):
+            if moved[i]:
+                s = slots[i]
+                pos[s, 0] = row_pos[i, 0]
+                pos[s, 1] = row_pos[i, 1]
+                pos[s, 2] = row_pos[i, 2]
+                stance[s] = row_stance[i]
+        for i in range(first, stop):
+            s = slots[i]
+            ex = pos[s, 0]
+            ey = pos[s, 1]
+            ez = pos[s, 2] + eye_m[stance[s]]
+            col = offset + i
+            cp = cos_sin[0, 1, col]
+            vx = cp * cos_sin[0, 0, col]
+            vy = cp * cos_sin[1, 0, col]
+            vz = cos_sin[1, 1, col]
+            start = n
+            for t in range(cap):
+                if t == s or not (visible[s, t] and alive[t] and active[t]):
+                    continue
+                x = pos[t, 0] - ex
+                y = pos[t, 1] - ey
+                z = (pos[t, 2] + chest_m[stance[t]]) - ez
+                d = math.sqrt((x * x + y * y) + z * z)
+                c = ((vx * x + vz * z) + vy * y) / max(d, 1e-9)
+                if c < -1.0:
+                    c = -1.0
+                elif c > 1.0:
+                    c = 1.0
+                cos_out[n] = c
+                dist_out[n] = d
+                target_out[n] = t
+                n += 1
+            counts[i] = n - start
+        first = stop
     return n
 
 
 @numba.njit(cache=True)
 def _aim_gather(
     angle: np.ndarray, dist: np.ndarray, target: np.ndarray, counts: np.ndarray, slots: np.ndarray,
-    vel: np.ndarray, punch_pitch: np.ndarray, punch_yaw: np.ndarray, weapon: np.ndarray, stance: np.ndarray,
-    floats: np.ndarray, ints: np.ndarray,
+    moved: np.ndarray, vel: np.ndarray, ground: np.ndarray, stance: np.ndarray, row_vel: np.ndarray,
+    row_ground: np.ndarray, row_stance: np.ndarray, floats: np.ndarray, ints: np.ndarray, on_ground: np.ndarray,
 ) -> None:
-    """Per viewer i, the AimSample numbers: floats[:, i] punch pitch, punch yaw, horizontal speed,
-    target angle (deg, 180 without a target), target distance (m, 0 without); ints[:, i] target
-    slot (-1 none), held weapon, stance.
+    """Per viewer i, the AimSample numbers but the weapon's: floats[:, i] horizontal speed, target
+    angle (deg, 180 without a target), target distance (m, 0 without); ints[:, i] target slot (-1
+    none), stance; on_ground[i]. The viewer's state is its row's (``row_*``) where ``moved[i]``,
+    else its slot's (``vel``, ``ground``, ``stance``).
 
     The target is the candidate with the smallest angle (the first of equals, as ``argmin``); none
     without candidates or with a NaN angle among them (``argmin`` would have picked the NaN)."""
@@ -187,19 +205,22 @@ def _aim_gather(
                 b = j
             j += 1
         s = slots[i]
-        floats[0, i] = punch_pitch[s]
-        floats[1, i] = punch_yaw[s]
-        floats[2, i] = math.hypot(vel[s, 0], vel[s, 1])
+        if moved[i]:
+            floats[0, i] = math.hypot(row_vel[i, 0], row_vel[i, 1])
+            ints[1, i] = row_stance[i]
+            on_ground[i] = row_ground[i]
+        else:
+            floats[0, i] = math.hypot(vel[s, 0], vel[s, 1])
+            ints[1, i] = stance[s]
+            on_ground[i] = ground[s]
         if b < 0 or nan_seen:
-            floats[3, i] = 180.0
-            floats[4, i] = 0.0
+            floats[1, i] = 180.0
+            floats[2, i] = 0.0
             ints[0, i] = -1
         else:
-            floats[3, i] = angle[b]
-            floats[4, i] = dist[b]
+            floats[1, i] = angle[b]
+            floats[2, i] = dist[b]
             ints[0, i] = target[b]
-        ints[1, i] = weapon[s]
-        ints[2, i] = stance[s]
 
 
 @dataclass(slots=True)
@@ -244,10 +265,13 @@ class _TickCommands:
         prev_pos, prev_vel, prev_ground, speed, pos, vel, ground, stance, pressed: per moved row,
             the state before the command, the held weapon's move speed (m/s) and the simulated
             position, velocity, on-ground flag, stance and crouch press.
+        aim: per row, the AimSample values of the player after the command's movement as lists
+            (they go into Python objects): horizontal speed, target angle, target distance,
+            target slot (-1 none), stance, on ground (``_aim_gather``'s).
     """
 
-    __slots__ = ("alive", "all_alive", "claimed", "cos_sin", "ground", "numbers", "pos", "prev_ground", "prev_pos",
-                 "prev_vel", "pressed", "slots", "speed", "stance", "times", "vel", "yaw")
+    __slots__ = ("aim", "alive", "all_alive", "claimed", "cos_sin", "ground", "numbers", "pos", "prev_ground",
+                 "prev_pos", "prev_vel", "pressed", "slots", "speed", "stance", "times", "vel", "yaw")
 
     def __init__(self, flat: list[proto.Command], slots: list[int], times: list[float], world: WorldState) -> None:
         columns = tuple(zip(*flat, strict=True))
@@ -277,6 +301,7 @@ class _TickCommands:
         self.ground = np.empty(n, dtype=bool)
         self.stance = np.empty(n, dtype=np.int8)
         self.pressed = np.empty(n, dtype=bool)
+        self.aim: list[list[Any]] = [[None] * n for _ in range(6)]
 
 
 @dataclass(slots=True)
@@ -369,7 +394,8 @@ class ServerCore:
         self._out: Outgoing = []
         # Load (or compile) the kernels now, not in the middle of the first tick that needs them.
         self.weapons.sync_to(self.world)
-        self._aim_kernels(np.zeros(0, np.intp), np.zeros((2, 2, 0)), 0)
+        self._aim_kernels(np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0, bool), np.zeros((2, 2, 0)), 0,
+                          np.zeros((0, 3)), np.zeros(0, np.int8), np.zeros((0, 3)), np.zeros(0, bool))
 
     # ------------------------------------------------------------------ time
 
@@ -706,16 +732,17 @@ class ServerCore:
 
     def _move(self, rounds: list[_Round], first: int, commands: _TickCommands) -> int:
         """Simulate the movement of rounds ``first`` up to the next one with a weapon switch, in one
-        call (each player's commands in turn); returns the round after them. A switch changes the
-        move speed of the player's later commands, so those move once the switch happened."""
+        call (each player's commands in turn), and find what each command's aim sample sees;
+        returns the round after them. A switch changes the move speed of the player's later
+        commands, so those move once the switch happened."""
         last = first
         while last < len(rounds) - 1 and not rounds[last].switches:
             last += 1
         a, b = rounds[first].start, rounds[last].stop
         rows = slice(a, b) if commands.all_alive else a + np.flatnonzero(commands.alive[a:b])
         ls = commands.slots[rows]
+        w = self.world
         if ls.size:
-            w = self.world
             move = _move_commands(commands.numbers[:, rows])
             speed = _MOVE_SPEED_M_S[self.weapons.weapon[ls]]
             result, prev_pos, prev_vel, prev_ground = simulate_sequence(
@@ -730,6 +757,13 @@ class ServerCore:
             commands.ground[rows] = result.on_ground
             commands.stance[rows] = result.stance
             commands.pressed[rows] = result.crouch_pressed
+        stops = np.array([r.stop - a for r in rounds[first : last + 1]], dtype=np.intp)
+        floats, ints, ground = self._aim_kernels(
+            commands.slots[a:b], stops, commands.alive[a:b], commands.cos_sin, a, commands.pos[a:b],
+            commands.stance[a:b], commands.vel[a:b], commands.ground[a:b],
+        )
+        for column, values in zip(commands.aim, (*floats.tolist(), *ints.tolist(), ground.tolist()), strict=True):
+            column[a:b] = values
         return last + 1
 
     def _apply_round(self, round_: _Round, commands: _TickCommands, now_s: float) -> list[_PendingShot]:
@@ -831,9 +865,14 @@ class ServerCore:
                             (cmd.yaw_deg, cmd.pitch_deg), (outcome.punch_pitch_deg, outcome.punch_yaw_deg),
                             prev_aim, float(cmd.duration_s))
 
-    def _aim_kernels(self, slots: np.ndarray, cos_sin: np.ndarray, offset: int) -> tuple[np.ndarray, np.ndarray]:
-        """(floats, ints) of ``_aim_gather`` for viewers ``slots`` (their cos and sin from column
-        ``offset`` of ``cos_sin``)."""
+    def _aim_kernels(
+        self, slots: np.ndarray, stops: np.ndarray, moved: np.ndarray, cos_sin: np.ndarray, offset: int,
+        row_pos: np.ndarray, row_stance: np.ndarray, row_vel: np.ndarray, row_ground: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(floats, ints, on_ground) of ``_aim_gather`` for viewers ``slots`` in rounds ending at
+        ``stops`` (their cos and sin from column ``offset`` of ``cos_sin``), the ``moved`` rows'
+        players at their ``row_*`` state from their round on (``_aim_candidates``); the world as
+        it is before the first round."""
         w = self.world
         k = len(slots)
         cap = w.pos.shape[0]
@@ -841,30 +880,28 @@ class ServerCore:
         dist = np.empty(k * cap)
         target = np.empty(k * cap, dtype=np.intp)
         counts = np.empty(k, dtype=np.intp)
-        n = _aim_candidates(slots, cos_sin, offset, w.pos, w.stance, _EYE_M, _CHEST_M, self.culler.visible, w.alive,
-                            w.active, cos, dist, target, counts)
-        floats = np.empty((5, k))
-        ints = np.empty((3, k), dtype=np.int64)
-        wpn = self.weapons
-        _aim_gather(np.degrees(np.arccos(cos[:n])), dist, target, counts, slots, w.vel, wpn.punch_pitch_deg,
-                    wpn.punch_yaw_deg, wpn.weapon, w.stance, floats, ints)
-        return floats, ints
+        n = _aim_candidates(slots, stops, moved, cos_sin, offset, w.pos, w.stance, row_pos, row_stance, _EYE_M,
+                            _CHEST_M, self.culler.visible, w.alive, w.active, cos, dist, target, counts)
+        floats = np.empty((3, k))
+        ints = np.empty((2, k), dtype=np.int64)
+        ground = np.empty(k, dtype=bool)
+        _aim_gather(np.degrees(np.arccos(cos[:n])), dist, target, counts, slots, moved, w.vel, w.on_ground, w.stance,
+                    row_vel, row_ground, row_stance, floats, ints, ground)
+        return floats, ints, ground
 
     def _aim_samples(self, round_: _Round, commands: _TickCommands, now_s: float) -> None:
-        w = self.world
         a, b = round_.start, round_.stop
         slots = commands.slots[a:b]
-        floats, ints = self._aim_kernels(slots, commands.cos_sin, a)
-        punch_pitch, punch_yaw, speed, angle, distance = floats.tolist()
-        target_slot, weapon, stance = ints.tolist()
+        wpn = self.weapons
+        speed, angle, distance, target_slot, stance, on_ground = (column[a:b] for column in commands.aim)
         tick = self.tick
         events = self._tick_events
         make = _aim_sample
         # Column lists, not a list per row: every list is a container the garbage collector
         # counts, and a tick makes ~190 samples.
         for session, cmd, pp, py, sp, ang, dst, tgt, held, st, ground in zip(
-            round_.sessions, round_.cmds, punch_pitch, punch_yaw, speed, angle, distance, target_slot, weapon,
-            stance, w.on_ground[slots].tolist(), strict=True,
+            round_.sessions, round_.cmds, wpn.punch_pitch_deg[slots].tolist(), wpn.punch_yaw_deg[slots].tolist(), speed,
+            angle, distance, target_slot, wpn.weapon[slots].tolist(), stance, on_ground, strict=True,
         ):
             sample = make(
                 session.slot, tick, now_s, cmd.seq, cmd.yaw_deg, cmd.pitch_deg, cmd.recoil_pitch_deg,
