@@ -1065,9 +1065,7 @@ class ServerCore:
     def _detect(self) -> list[Detection]:
         if self.pipeline is None:
             return []
-        found: list[Detection] = []
-        for event in self._tick_events:
-            found.extend(self.pipeline.feed(event))
+        found = self.pipeline.feed_many(self._tick_events)
         for d in found:
             counter = self.detections.get(d.player)
             if counter is not None:
