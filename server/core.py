@@ -265,12 +265,14 @@ class _TickCommands:
         prev_pos, prev_vel, prev_ground, speed, pos, vel, ground, stance, pressed: per moved row,
             the state before the command, the held weapon's move speed (m/s) and the simulated
             position, velocity, on-ground flag, stance and crouch press.
+        move: the moved rows' commands when one movement batch took them all (validation's
+            too), else None.
         aim: per row, the AimSample values of the player after the command's movement as lists
             (they go into Python objects): horizontal speed, target angle, target distance,
             target slot (-1 none), stance, on ground (``_aim_gather``'s).
     """
 
-    __slots__ = ("aim", "alive", "all_alive", "claimed", "cos_sin", "ground", "numbers", "pos", "prev_ground",
+    __slots__ = ("aim", "alive", "all_alive", "claimed", "cos_sin", "ground", "move", "numbers", "pos", "prev_ground",
                  "prev_pos", "prev_vel", "pressed", "slots", "speed", "stance", "times", "vel", "yaw")
 
     def __init__(self, flat: list[proto.Command], slots: list[int], times: list[float], world: WorldState) -> None:
@@ -302,6 +304,7 @@ class _TickCommands:
         self.stance = np.empty(n, dtype=np.int8)
         self.pressed = np.empty(n, dtype=bool)
         self.aim: list[list[Any]] = [[None] * n for _ in range(6)]
+        self.move: MoveCommands | None = None
 
 
 @dataclass(slots=True)
@@ -744,6 +747,8 @@ class ServerCore:
         w = self.world
         if ls.size:
             move = _move_commands(commands.numbers[:, rows])
+            if first == 0 and last == len(rounds) - 1:
+                commands.move = move
             speed = _MOVE_SPEED_M_S[self.weapons.weapon[ls]]
             result, prev_pos, prev_vel, prev_ground = simulate_sequence(
                 ls, w.pos, w.vel, w.on_ground, w.stance, move, speed, self.geometry, self.config.movement
@@ -811,8 +816,7 @@ class ServerCore:
         if not moved:
             return
         rows: slice | np.ndarray = slice(None) if commands.all_alive else np.flatnonzero(commands.alive)
-        num = commands.numbers[:, rows]
-        move = _move_commands(num)
+        move = commands.move if commands.move is not None else _move_commands(commands.numbers[:, rows])
         verdicts = self.validator.validate_batches(
             [r.live.size for r in moved], commands.slots[rows], commands.prev_pos[rows], commands.prev_vel[rows],
             commands.prev_ground[rows], move, commands.pos[rows], commands.claimed[rows], commands.speed[rows],
