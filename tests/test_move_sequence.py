@@ -84,3 +84,19 @@ def test_sequence_refuses_bad_input(city_geometry: MapGeometry) -> None:
     bad[1, 0] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         simulate_sequence(np.array([0, 1]), bad, *state[1:], cmd, np.ones(2), city_geometry)
+
+
+def test_from_block_refuses_button_values_beyond_int64_and_keeps_the_check_order() -> None:
+    block = np.vstack([np.full(4, 1 / 64), np.zeros((4, 4)), np.zeros(4)])
+    for value in (1e19, -1e19, 2.0**63, -(2.0**63)):
+        bad = block.copy()
+        bad[5, 2] = value
+        with pytest.raises(ValueError, match="buttons"):
+            MoveCommands.from_block(bad)
+    bad = block.copy()
+    bad[0, 3], bad[5, 1], bad[2, 0] = 0.0, 0.5, np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        MoveCommands.from_block(bad)
+    bad[2, 0] = 0.0
+    with pytest.raises(ValueError, match="dt_s"):
+        MoveCommands.from_block(bad)
