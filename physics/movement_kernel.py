@@ -448,4 +448,6 @@ def warm_up() -> None:
     simulate_sequence(np.zeros(0, dtype=np.intp), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0, dtype=np.bool_),
                       np.zeros(0, dtype=np.int8), none, none, none, none, np.zeros(0, dtype=np.int64), none, cfg, flags,
                       *tables)
-    check_block(np.zeros((6, 0)), int(~ALL_BUTTONS), np.zeros(0, dtype=np.int64))
+    # A server's blocks are column slices of its command table as often as copies.
+    for block in (np.zeros((6, 0)), np.zeros((6, 2))[:, :1]):
+        check_block(block, int(~ALL_BUTTONS), np.zeros(block.shape[1], dtype=np.int64))
