@@ -1,8 +1,9 @@
 """The detection pipeline: dispatch events to detectors, then route what they find.
 
-Inline, the server feeds every event of a tick through ``feed``; offline, a replay goes through
-``feed_many``, which is the same code path one event at a time, so a replay yields exactly the
-detections of the live run (DESIGN principle 3), given the same detectors, flags and events.
+Inline, the server feeds the events of a tick through ``feed_many``; offline, a replay goes
+through it too (``feed`` is the same for one event), one event at a time, so a replay yields
+exactly the detections of the live run (DESIGN principle 3), given the same detectors, flags and
+events.
 
 Order for one event:
 
@@ -177,54 +178,61 @@ class DetectionPipeline:
 
     def feed(self, event: object) -> list[Detection]:
         """Dispatch one event; returns the detections it caused (usually none)."""
-        event_type = type(event)
-        route = self._routes.get(event_type)
-        if route is None:
-            if event_type is SessionEvent:
-                self._on_session(event)  # type: ignore[arg-type]
-                return []
-            self._unknown += 1
-            if self._unknown == 1:
-                log.warning("pipeline: ignoring event of unknown type %s", event_type.__name__)
-            return []
-        self._event_counts[event_type] += 1
-        if route.records_connection:
-            self.skip.record(event)  # type: ignore[arg-type]
-        if self._time_detectors:
-            found = self._dispatch_timed(route, event)
-        else:
-            disabled = self._disabled.get(route.player_of(event)) if self._disabled else None
-            skip = self.skip
-            found = None
-            for name, hook in route.hooks:
-                if disabled is not None and name in disabled:
-                    continue
-                try:
-                    result = hook(event, skip)
-                except Exception:
-                    if not self._isolate:
-                        raise
-                    self._count_error(name)
-                    continue
-                if result:
-                    if found is None:
-                        found = list(result)
-                    else:
-                        found.extend(result)
-        if found is None:
-            return []
-        self._route_detections(found)
-        return found
+        return self.feed_many((event,))
 
     def feed_many(self, events: Iterable[object]) -> list[Detection]:
-        """Dispatch events in order (offline replay); returns every detection, in order."""
+        """Dispatch events in order, each as ``feed`` would (its detections routed before the next
+        event goes out); returns every detection, in order. The server feeds a tick's events at
+        once, a replay its whole stream: the per-event lookups are made once."""
         out: list[Detection] = []
-        feed = self.feed
+        routes = self._routes
+        counts = self._event_counts
+        skip = self.skip
+        timed = self._time_detectors
+        # The same dict throughout: a subscriber may (un)flag players between two events.
+        flags = self._disabled
         for event in events:
-            found = feed(event)
-            if found:
+            event_type = type(event)
+            route = routes.get(event_type)
+            if route is None:
+                self._unrouted(event, event_type)
+                continue
+            counts[event_type] += 1
+            if route.records_connection:
+                skip.record(event)  # type: ignore[arg-type]
+            if timed:
+                found = self._dispatch_timed(route, event)
+            else:
+                disabled = flags.get(route.player_of(event)) if flags else None
+                found = None
+                for name, hook in route.hooks:
+                    if disabled is not None and name in disabled:
+                        continue
+                    try:
+                        result = hook(event, skip)
+                    except Exception:
+                        if not self._isolate:
+                            raise
+                        self._count_error(name)
+                        continue
+                    if result:
+                        if found is None:
+                            found = list(result)
+                        else:
+                            found.extend(result)
+            if found is not None:
+                self._route_detections(found)
                 out.extend(found)
         return out
+
+    def _unrouted(self, event: object, event_type: type) -> None:
+        """An event no detector hook takes: a slot changing hands, or an unknown type."""
+        if event_type is SessionEvent:
+            self._on_session(event)  # type: ignore[arg-type]
+            return
+        self._unknown += 1
+        if self._unknown == 1:
+            log.warning("pipeline: ignoring event of unknown type %s", event_type.__name__)
 
     def _dispatch_timed(self, route: _Route, event: object) -> list[Detection] | None:
         disabled = self._disabled.get(route.player_of(event)) if self._disabled else None

@@ -39,6 +39,7 @@ _DEFAULT_CONFIG = MovementConfig()
 _EPS = movement_kernel.EPS
 
 _NOT_BUTTONS = ~ALL_BUTTONS
+_NOT_BUTTONS_INT = int(_NOT_BUTTONS)
 _SMALL = 8
 """Arrays up to this size are validated through ``tolist`` (cheaper than numpy reductions)."""
 
@@ -122,17 +123,18 @@ class MoveCommands:
         commands every tick. Raises ValueError for a malformed block."""
         if block.ndim != 2 or block.shape[0] != 6 or block.dtype != np.float64:
             raise ValueError(f"MoveCommands block must be (6, N) float64, got {block.shape} {block.dtype}")
-        dt, buttons = block[0], block[5].astype(np.int64)
-        if not np.isfinite(block).all():
+        buttons = np.empty(block.shape[1], dtype=np.int64)
+        status = movement_kernel.check_block(block, _NOT_BUTTONS_INT, buttons)
+        if status == movement_kernel.BLOCK_NOT_FINITE:
             raise ValueError("MoveCommands block contains NaN or inf")
-        if not (dt > 0.0).all():
+        if status == movement_kernel.BLOCK_DT:
             raise ValueError("MoveCommands.dt_s must be positive")
-        # A float that is not a whole number would pass astype: it is no bitmask.
-        if (buttons & _NOT_BUTTONS).any() or not np.array_equal(buttons, block[5]):
+        # A float that is not a whole number is no bitmask.
+        if status == movement_kernel.BLOCK_BUTTONS:
             raise ValueError("MoveCommands.buttons has unknown bits set or is not integral")
         cmd = object.__new__(cls)
         setattr_ = object.__setattr__
-        setattr_(cmd, "dt_s", dt)
+        setattr_(cmd, "dt_s", block[0])
         setattr_(cmd, "forward_move", block[1])
         setattr_(cmd, "side_move", block[2])
         setattr_(cmd, "yaw_deg", block[3])
@@ -389,6 +391,95 @@ def simulate(
     if _KERNEL_EXACT:
         return _simulate_kernel(*state, cmd, geometry, cfg)
     return _simulate_vector(*state, cmd, geometry, cfg)
+
+
+def simulate_sequence(
+    slots: np.ndarray,
+    pos: np.ndarray,
+    vel: np.ndarray,
+    on_ground: np.ndarray,
+    stance: np.ndarray,
+    cmd: MoveCommands,
+    weapon_speed_m_s: np.ndarray,
+    geometry: MapGeometry,
+    config: MovementConfig | None = None,
+) -> tuple[MoveResult, np.ndarray, np.ndarray, np.ndarray]:
+    """Advance players by any number of commands each; pure (inputs are not modified).
+
+    Row i of ``cmd`` moves player ``slots[i]`` from the state its previous row left, its first
+    row from the player's row of the per-slot state ``pos`` (S, 3), ``vel`` (S, 3), ``on_ground``
+    (S,) bool and ``stance`` (S,) int8 (a world's arrays). The same as :func:`simulate` called
+    with each player's rows one after the other (a server's rounds of commands), in one call.
+    ``weapon_speed_m_s``: (N,) per row.
+
+    Returns the rows' results and the (pos, vel, on_ground) each row started from.
+    Raises ValueError for a slot outside the state, mismatched shapes or non-finite state.
+    """
+    cfg = config or _DEFAULT_CONFIG
+    n = len(cmd)
+    rows = np.asarray(slots, dtype=np.intp)
+    if rows.shape != (n,):
+        raise ValueError(f"slots must have shape ({n},), got {rows.shape}")
+    wspeed = _as_column("weapon_speed_m_s", weapon_speed_m_s, n)
+    if not _KERNEL_EXACT:
+        return _simulate_sequence_vector(rows, pos, vel, on_ground, stance, cmd, wspeed, geometry, cfg)
+    c = np.ascontiguousarray
+    start_pos, start_vel, start_ground, *out, wedged = movement_kernel.simulate_sequence(
+        rows, c(pos, dtype=np.float64), c(vel, dtype=np.float64), c(on_ground, dtype=bool), c(stance, dtype=np.int8),
+        wspeed, c(cmd.forward_move), c(cmd.side_move), c(cmd.yaw_deg), c(cmd.buttons), c(cmd.dt_s),
+        *_config_table(cfg), *geometry.sweep_args,
+    )  # fmt: skip
+    if wedged < 0:
+        _refuse_sequence(wedged)
+    if wedged:
+        log.warning("slide move ended inside a wall for %d players; kept their start positions", wedged)
+    return MoveResult(*out), start_pos, start_vel, start_ground
+
+
+def _refuse_sequence(status: int) -> None:
+    """Raise simulate_sequence's error for a refusal status of its kernel."""
+    if status == movement_kernel.BAD_SLOT:
+        raise ValueError("slots must be rows of the state")
+    if status == movement_kernel.BAD_SPEED:
+        raise ValueError("weapon_speed_m_s must be finite and non-negative")
+    # What simulate checks of each round's starting state.
+    raise ValueError("pos/vel contain NaN or inf")
+
+
+def _simulate_sequence_vector(
+    rows: np.ndarray,
+    pos: np.ndarray,
+    vel: np.ndarray,
+    on_ground: np.ndarray,
+    stance: np.ndarray,
+    cmd: MoveCommands,
+    wspeed: np.ndarray,
+    geometry: MapGeometry,
+    cfg: MovementConfig,
+) -> tuple[MoveResult, np.ndarray, np.ndarray, np.ndarray]:
+    """``simulate_sequence`` through :func:`simulate`, one row at a time."""
+    n = len(cmd)
+    if n and (rows.min() < 0 or rows.max() >= len(pos)):
+        _refuse_sequence(movement_kernel.BAD_SLOT)
+    if not np.isfinite(wspeed).all() or (wspeed < 0.0).any():
+        _refuse_sequence(movement_kernel.BAD_SPEED)
+    state = (np.array(pos, dtype=np.float64), np.array(vel, dtype=np.float64), np.array(on_ground, dtype=bool),
+             np.array(stance, dtype=np.int8))
+    start = (np.empty((n, 3)), np.empty((n, 3)), np.empty(n, dtype=bool))
+    out = (np.empty((n, 3)), np.empty((n, 3)), np.empty(n, dtype=bool), np.empty(n, dtype=np.int8),
+           np.empty(n, dtype=bool), np.empty(n, dtype=bool))
+    for i, s in enumerate(rows.tolist()):
+        for have, arr in zip(start, state[:3], strict=True):
+            have[i] = arr[s]
+        one = MoveCommands(cmd.forward_move[i : i + 1], cmd.side_move[i : i + 1], cmd.yaw_deg[i : i + 1],
+                           cmd.pitch_deg[i : i + 1], cmd.buttons[i : i + 1], cmd.dt_s[i : i + 1])
+        r = simulate(state[0][s : s + 1], state[1][s : s + 1], state[2][s : s + 1], state[3][s : s + 1], one,
+                     wspeed[i : i + 1], geometry, cfg)
+        for arr, value in zip(out, (r.pos, r.vel, r.on_ground, r.stance, r.crouch_pressed, r.touched_wall), strict=True):
+            arr[i] = value[0]
+        for arr, value in zip(state, (r.pos, r.vel, r.on_ground, r.stance), strict=True):
+            arr[s] = value[0]
+    return MoveResult(*out), *start
 
 
 def simulate_one(

@@ -27,12 +27,18 @@ import math
 import numba
 import numpy as np
 
-from physics.buttons import Buttons
+from physics.buttons import ALL_BUTTONS, Buttons
 from physics.config import MovementConfig
 from world.constants import STANCE_CROUCHING, STANCE_STANDING
 from world.sweep_kernel import SweepTables, circle_blocked, sweep
 
 EPS = 1e-12
+
+# simulate_sequence's refusals (negative, so that a count of wedged players is a success) and
+# check_block's verdicts.
+BAD_SLOT, BAD_SPEED, NOT_FINITE = -1, -2, -3
+BLOCK_OK, BLOCK_NOT_FINITE, BLOCK_DT, BLOCK_BUTTONS = 0, 1, 2, 3
+_INT64_LIMIT = 9.223372036854775808e18
 """Speeds and wish magnitudes at or below this count as zero (the vectorised model's _EPS)."""
 
 _JUMP, _CROUCH, _WALK, _SPRINT, _CROUCHING, _STANDING, _SLIDES, _AIR_CAP = range(8)
@@ -256,6 +262,104 @@ def simulate_rows(
 
 
 @numba.njit(cache=True, nogil=True)
+def _no_sequence(
+    status: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+           np.ndarray, int]:  # pragma: no cover - compiled
+    """simulate_sequence's answer when it refuses its input (empty arrays and the status)."""
+    rows3 = np.empty((0, 3))
+    flags = np.empty(0, dtype=np.bool_)
+    return rows3, rows3, flags, rows3, rows3, flags, np.empty(0, dtype=np.int8), flags, flags, status
+
+
+@numba.njit(cache=True, nogil=True)
+def check_block(block: np.ndarray, not_buttons: int, buttons: np.ndarray) -> int:  # pragma: no cover - compiled
+    """``MoveCommands.from_block``'s checks of a (6, N) command block in one pass, in its order:
+    BLOCK_NOT_FINITE for a NaN or inf anywhere, BLOCK_DT for a duration (row 0) that is not
+    positive, BLOCK_BUTTONS for a button value (row 5) that is not a whole number or has a bit of
+    ``not_buttons`` set; else BLOCK_OK, with the button values as integers in ``buttons``."""
+    n = block.shape[1]
+    for j in range(block.shape[0]):
+        for i in range(n):
+            if not math.isfinite(block[j, i]):
+                return BLOCK_NOT_FINITE
+    for i in range(n):
+        if not block[0, i] > 0.0:
+            return BLOCK_DT
+    for i in range(n):
+        x = block[5, i]
+        if not (-_INT64_LIMIT <= x < _INT64_LIMIT):
+            return BLOCK_BUTTONS
+        b = np.int64(x)
+        if (b & not_buttons) != 0 or np.float64(b) != x:
+            return BLOCK_BUTTONS
+        buttons[i] = b
+    return BLOCK_OK
+
+
+@numba.njit(cache=True, nogil=True)
+def simulate_sequence(
+    slots: np.ndarray, pos: np.ndarray, vel: np.ndarray, ground: np.ndarray, stance: np.ndarray,
+    weapon_speed: np.ndarray, fwd: np.ndarray, side: np.ndarray, yaw_deg: np.ndarray, buttons: np.ndarray,
+    dt: np.ndarray, cfg: np.ndarray, flags: np.ndarray,
+    frame: np.ndarray, gnx: int, gny: int, edges: np.ndarray, cell_start: np.ndarray, cell_edges: np.ndarray,
+    poly_first: np.ndarray, cell_poly_start: np.ndarray, cell_polys: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+           np.ndarray, int]:  # pragma: no cover - compiled
+    """:func:`simulate_one` for each row in order, row i moving player ``slots[i]`` from where
+    its previous row left it, its first row from the per-slot state ``pos[s], vel[s], ground[s],
+    stance[s]``: (start pos (N, 3), start vel (N, 3), start on ground, pos (N, 3), vel (N, 3), on
+    ground, stance (int8), crouch pressed, touched a wall, players wedged). Instead of the count of
+    wedged players: BAD_SLOT for a slot outside ``[0, len(pos))`` or BAD_SPEED for a weapon speed
+    that is not finite and non-negative, before anything moves; NOT_FINITE when a row would start
+    from a non-finite position or velocity."""
+    n = slots.shape[0]
+    for i in range(n):
+        if slots[i] < 0 or slots[i] >= pos.shape[0]:
+            return _no_sequence(BAD_SLOT)
+    for i in range(n):
+        if not (math.isfinite(weapon_speed[i]) and weapon_speed[i] >= 0.0):
+            return _no_sequence(BAD_SPEED)
+    start_pos = np.empty((n, 3))
+    start_vel = np.empty((n, 3))
+    start_ground = np.empty(n, dtype=np.bool_)
+    out_pos = np.empty((n, 3))
+    out_vel = np.empty((n, 3))
+    out_ground = np.empty(n, dtype=np.bool_)
+    out_stance = np.empty(n, dtype=np.int8)
+    out_pressed = np.empty(n, dtype=np.bool_)
+    out_touched = np.empty(n, dtype=np.bool_)
+    last = np.full(pos.shape[0], -1, dtype=np.int64)
+    wedged = 0
+    for i in range(n):
+        s = slots[i]
+        j = last[s]
+        last[s] = i
+        if j < 0:
+            px, py, pz, vx, vy, vz = pos[s, 0], pos[s, 1], pos[s, 2], vel[s, 0], vel[s, 1], vel[s, 2]
+            g, st = ground[s], stance[s]
+        else:
+            px, py, pz, vx, vy, vz = out_pos[j, 0], out_pos[j, 1], out_pos[j, 2], out_vel[j, 0], out_vel[j, 1], out_vel[j, 2]
+            g, st = out_ground[j], out_stance[j]
+        if not (math.isfinite(px) and math.isfinite(py) and math.isfinite(pz) and math.isfinite(vx)
+                and math.isfinite(vy) and math.isfinite(vz)):
+            return _no_sequence(NOT_FINITE)
+        start_pos[i, 0], start_pos[i, 1], start_pos[i, 2] = px, py, pz
+        start_vel[i, 0], start_vel[i, 1], start_vel[i, 2] = vx, vy, vz
+        start_ground[i] = g
+        x, y, z, hx, hy, hz, g1, st1, pr, tw, wg = simulate_one(
+            px, py, pz, vx, vy, vz, g, st, weapon_speed[i], fwd[i], side[i], yaw_deg[i], buttons[i], dt[i], cfg, flags,
+            frame, gnx, gny, edges, cell_start, cell_edges, poly_first, cell_poly_start, cell_polys,
+        )
+        out_pos[i, 0], out_pos[i, 1], out_pos[i, 2] = x, y, z
+        out_vel[i, 0], out_vel[i, 1], out_vel[i, 2] = hx, hy, hz
+        out_ground[i], out_stance[i], out_pressed[i], out_touched[i] = g1, st1, pr, tw
+        wedged += wg
+    return (start_pos, start_vel, start_ground, out_pos, out_vel, out_ground, out_stance, out_pressed, out_touched,
+            wedged)
+
+
+@numba.njit(cache=True, nogil=True)
 def max_speeds(
     vel: np.ndarray, ground: np.ndarray, weapon_speed: np.ndarray, fwd: np.ndarray, side: np.ndarray,
     yaw_deg: np.ndarray, buttons: np.ndarray, dt: np.ndarray, cfg: np.ndarray, flags: np.ndarray,
@@ -326,7 +430,7 @@ def primitives(
 
 
 def warm_up() -> None:
-    """Compile (or load from numba's cache) both entry points now, on a map without walls, so
+    """Compile (or load from numba's cache) the entry points now, on a map without walls, so
     that the first command a server or a bot simulates does not wait for the compiler."""
     cfg, flags = config_table(MovementConfig())
     tables = SweepTables(
@@ -341,3 +445,9 @@ def warm_up() -> None:
                cfg, flags)
     simulate_rows(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0, dtype=np.bool_), np.zeros(0, dtype=np.int8), none,
                   none, none, none, np.zeros(0, dtype=np.int64), none, cfg, flags, *tables)
+    simulate_sequence(np.zeros(0, dtype=np.intp), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0, dtype=np.bool_),
+                      np.zeros(0, dtype=np.int8), none, none, none, none, np.zeros(0, dtype=np.int64), none, cfg, flags,
+                      *tables)
+    # A server's blocks are column slices of its command table as often as copies.
+    for block in (np.zeros((6, 0)), np.zeros((6, 2))[:, :1]):
+        check_block(block, int(~ALL_BUTTONS), np.zeros(block.shape[1], dtype=np.int64))

@@ -242,6 +242,38 @@ def _validate_commit(
 
 
 @numba.njit(cache=True)
+def _validate_run(
+    first: int, bounds: np.ndarray, sl: np.ndarray, prev_p: np.ndarray, claim: np.ndarray, auth: np.ndarray,
+    dt: np.ndarray, limit: np.ndarray, pending_since: np.ndarray, claim_valid: np.ndarray, last_claim: np.ndarray,
+    advantage: np.ndarray, desyncs: np.ndarray, rejected: np.ndarray, suppressed: np.ndarray,
+    now_s: float, accept_m: float, ack_timeout_s: float, teleport_m: float, tolerance_factor: float, decay: float,
+    adv_cap_m: float, adv_setback_m: float,
+    finite: np.ndarray, safe_claim: np.ndarray, deviation: np.ndarray, accepted: np.ndarray, pending: np.ndarray,
+    base: np.ndarray, disp_h: np.ndarray, disp_3: np.ndarray, speed_h: np.ndarray, bad: np.ndarray,
+    teleport: np.ndarray, wall: np.ndarray, speed_limit: np.ndarray, speed: np.ndarray, adv_flag: np.ndarray,
+    setback: np.ndarray, verdict: np.ndarray, n_evidence: np.ndarray,
+) -> int:
+    """``_validate_prepare`` then ``_validate_commit`` of batch ``first``, then of the next... (batch
+    j: rows ``bounds[j, 0]:bounds[j, 1]``) until a batch has rows for the wall test: returns that
+    batch, prepared and not committed (the caller tests its rows and commits it), or the number
+    of batches. ``n_evidence[j]``: the commit's count of batch j."""
+    for j in range(first, bounds.shape[0]):
+        a = bounds[j, 0]
+        b = bounds[j, 1]
+        if _validate_prepare(
+            a, b, sl, prev_p, claim, auth, dt, pending_since, claim_valid, last_claim, now_s, accept_m, ack_timeout_s,
+            teleport_m, finite, safe_claim, deviation, accepted, pending, base, disp_h, disp_3, speed_h, bad, teleport,
+        ):
+            return j
+        n_evidence[j] = _validate_commit(
+            a, b, sl, dt, limit, finite, safe_claim, accepted, pending, disp_h, speed_h, bad, teleport, wall,
+            advantage, pending_since, last_claim, claim_valid, desyncs, rejected, suppressed,
+            now_s, tolerance_factor, decay, adv_cap_m, adv_setback_m, speed_limit, speed, adv_flag, setback, verdict,
+        )
+    return bounds.shape[0]
+
+
+@numba.njit(cache=True)
 def _timer_kernel(
     sl: np.ndarray, n: np.ndarray, dt: np.ndarray, now_s: float,
     balance: np.ndarray, last_now: np.ndarray, forgive_s: np.ndarray, forgive_until_s: np.ndarray,
@@ -362,6 +394,12 @@ class MovementValidator:
             self.advantage_m, self.pending_since_s, self.last_claim, self.claim_valid,
             self.desyncs, self.rejected, self.suppressed, 0.0, 0.0, 0.0, 0.0, 0.0,
             rows, flags, flags, flags, np.zeros(0, np.int8),
+        )
+        _validate_run(
+            0, np.zeros((0, 2), np.int64), slots, rows3, rows3, rows3, rows, rows, self.pending_since_s,
+            self.claim_valid, self.last_claim, self.advantage_m, self.desyncs, self.rejected, self.suppressed,
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, flags, rows3, rows, flags, flags, rows3, rows, rows, rows, flags,
+            flags, flags, rows, flags, flags, flags, np.zeros(0, np.int8), np.zeros(0, np.int64),
         )
 
     def reset(self, slot: int, now_s: float) -> None:
@@ -502,25 +540,36 @@ class MovementValidator:
         setback = np.empty(k, dtype=bool)
         verdict = np.empty(k, dtype=np.int8)
         now = float(now_s)
-        results = []
-        for a, b in bounds:
-            n_wall = _validate_prepare(
-                a, b, sl, prev_p, claim, auth, dt, self.pending_since_s, self.claim_valid, self.last_claim, now,
-                cfg.accept_m, cfg.setback_ack_timeout_s, cfg.teleport_m,
-                finite, safe_claim, deviation, accepted, pending, base, disp_h, disp_3, speed_h, bad, teleport,
-            )
-            if n_wall:
-                rows = a + np.flatnonzero(bad[a:b] & ~teleport[a:b])
-                wall[rows], wall_value[rows] = self._wall_clip(geometry, base[rows], safe_claim[rows])
-            n_evidence = _validate_commit(
+        state = (self.pending_since_s, self.claim_valid, self.last_claim, self.advantage_m, self.desyncs, self.rejected,
+                 self.suppressed)
+        limits = (now, cfg.accept_m, cfg.setback_ack_timeout_s, cfg.teleport_m, 1.0 + cfg.speed_tolerance,
+                  cfg.advantage_decay, cfg.advantage_cap_m, cfg.advantage_setback_m)
+        rows_out = (finite, safe_claim, deviation, accepted, pending, base, disp_h, disp_3, speed_h, bad, teleport, wall,
+                    speed_limit, speed, adv_flag, setback, verdict)
+        n_evidence = np.zeros(len(bounds), dtype=np.int64)
+        batches = np.array(bounds, dtype=np.int64).reshape(-1, 2)
+        # Batch after batch in one compiled call; a batch with claims to test against the walls
+        # comes back here for the geometry, then the run goes on after it.
+        j = 0
+        while j < len(bounds):
+            j = _validate_run(j, batches, sl, prev_p, claim, auth, dt, limit, *state, *limits, *rows_out, n_evidence)
+            if j == len(bounds):
+                break
+            a, b = bounds[j]
+            rows = a + np.flatnonzero(bad[a:b] & ~teleport[a:b])
+            wall[rows], wall_value[rows] = self._wall_clip(geometry, base[rows], safe_claim[rows])
+            n_evidence[j] = _validate_commit(
                 a, b, sl, dt, limit, finite, safe_claim, accepted, pending, disp_h, speed_h, bad, teleport, wall,
                 self.advantage_m, self.pending_since_s, self.last_claim, self.claim_valid,
                 self.desyncs, self.rejected, self.suppressed,
                 now, 1.0 + cfg.speed_tolerance, cfg.advantage_decay, cfg.advantage_cap_m, cfg.advantage_setback_m,
                 speed_limit, speed, adv_flag, setback, verdict,
             )
+            j += 1
+        results = []
+        for (a, b), n_ev in zip(bounds, n_evidence.tolist(), strict=True):
             evidence: list[MovementEvidence] = []
-            for i in a + np.flatnonzero((teleport | wall | speed | adv_flag)[a:b]) if n_evidence else ():
+            for i in a + np.flatnonzero((teleport | wall | speed | adv_flag)[a:b]) if n_ev else ():
                 if teleport[i]:
                     kind, value, lim = MovementKind.TELEPORT, disp_3[i], cfg.teleport_m
                 elif wall[i]:

@@ -34,7 +34,7 @@ from lagcomp.hitreg import BaitTargets, ShotBatch, eye_positions, register_shots
 from lagcomp.rewind_policy import decision_of, rewind_times
 from lagcomp.shot import ShotClaim
 from physics.buttons import Buttons
-from physics.movement import MoveCommands, simulate
+from physics.movement import MoveCommands, simulate_sequence
 from physics.validation import MovementValidator, TimerBalance, Verdict
 from physics.weapon_state import WeaponState, current_spread_deg, shot_directions
 from server import protocol as proto
@@ -115,8 +115,9 @@ _aim_sample = _slot_setter_constructor(AimSample, _AIM_FIELDS)
 
 @numba.njit(cache=True)
 def _aim_candidates(
-    slots: np.ndarray, cos_sin: np.ndarray, offset: int, pos: np.ndarray, stance: np.ndarray, eye_m: np.ndarray,
-    chest_m: np.ndarray, visible: np.ndarray, alive: np.ndarray, active: np.ndarray,
+    slots: np.ndarray, stops: np.ndarray, moved: np.ndarray, cos_sin: np.ndarray, offset: int, pos: np.ndarray,
+    stance: np.ndarray, row_pos: np.ndarray, row_stance: np.ndarray, eye_m: np.ndarray, chest_m: np.ndarray,
+    visible: np.ndarray, alive: np.ndarray, active: np.ndarray,
     cos_out: np.ndarray, dist_out: np.ndarray, target_out: np.ndarray, counts: np.ndarray,
 ) -> int:
     """For each viewer ``slots[i]``, every visible, alive, active other player in slot order: the
@@ -125,51 +126,68 @@ def _aim_candidates(
     ``counts[i]`` each; returns the total. ``cos_sin[:, :, offset + i]``: cos and sin of viewer i's
     yaw and pitch (radians), numpy's (the view is ``world.state.view_direction``'s).
 
+    The viewers come in rounds, round r ending before row ``stops[r]``, and each round sees the
+    world as it leaves it: ``pos`` and ``stance`` (not modified) as they were before the first
+    round, where each round's ``moved`` rows first put their player at ``row_pos``, ``row_stance``.
+
     The arithmetic is the numpy version's, bit for bit: the norm sums (x*x + y*y) + z*z as numpy's
     axis reduction does, and the dot product sums (x + z) + y as ``einsum`` does for three terms
     (its vector reduction); tests/test_server_core.py checks both against numpy."""
+    pos = pos.copy()
+    stance = stance.copy()
     n = 0
     cap = pos.shape[0]
-    for i in range(slots.shape[0]):
-        s = slots[i]
-        ex = pos[s, 0]
-        ey = pos[s, 1]
-        ez = pos[s, 2] + eye_m[stance[s]]
-        col = offset + i
-        cp = cos_sin[0, 1, col]
-        vx = cp * cos_sin[0, 0, col]
-        vy = cp * cos_sin[1, 0, col]
-        vz = cos_sin[1, 1, col]
-        start = n
-        for t in range(cap):
-            if t == s or not (visible[s, t] and alive[t] and active[t]):
-                continue
-            x = pos[t, 0] - ex
-            y = pos[t, 1] - ey
-            z = (pos[t, 2] + chest_m[stance[t]]) - ez
-            d = math.sqrt((x * x + y * y) + z * z)
-            c = ((vx * x + vz * z) + vy * y) / max(d, 1e-9)
-            if c < -1.0:
-                c = -1.0
-            elif c > 1.0:
-                c = 1.0
-            cos_out[n] = c
-            dist_out[n] = d
-            target_out[n] = t
-            n += 1
-        counts[i] = n - start
+    first = 0
+    for stop in stops:
+        for i in range(first, stop):
+            if moved[i]:
+                s = slots[i]
+                pos[s, 0] = row_pos[i, 0]
+                pos[s, 1] = row_pos[i, 1]
+                pos[s, 2] = row_pos[i, 2]
+                stance[s] = row_stance[i]
+        for i in range(first, stop):
+            s = slots[i]
+            ex = pos[s, 0]
+            ey = pos[s, 1]
+            ez = pos[s, 2] + eye_m[stance[s]]
+            col = offset + i
+            cp = cos_sin[0, 1, col]
+            vx = cp * cos_sin[0, 0, col]
+            vy = cp * cos_sin[1, 0, col]
+            vz = cos_sin[1, 1, col]
+            start = n
+            for t in range(cap):
+                if t == s or not (visible[s, t] and alive[t] and active[t]):
+                    continue
+                x = pos[t, 0] - ex
+                y = pos[t, 1] - ey
+                z = (pos[t, 2] + chest_m[stance[t]]) - ez
+                d = math.sqrt((x * x + y * y) + z * z)
+                c = ((vx * x + vz * z) + vy * y) / max(d, 1e-9)
+                if c < -1.0:
+                    c = -1.0
+                elif c > 1.0:
+                    c = 1.0
+                cos_out[n] = c
+                dist_out[n] = d
+                target_out[n] = t
+                n += 1
+            counts[i] = n - start
+        first = stop
     return n
 
 
 @numba.njit(cache=True)
 def _aim_gather(
     angle: np.ndarray, dist: np.ndarray, target: np.ndarray, counts: np.ndarray, slots: np.ndarray,
-    vel: np.ndarray, punch_pitch: np.ndarray, punch_yaw: np.ndarray, weapon: np.ndarray, stance: np.ndarray,
-    floats: np.ndarray, ints: np.ndarray,
+    moved: np.ndarray, vel: np.ndarray, ground: np.ndarray, stance: np.ndarray, row_vel: np.ndarray,
+    row_ground: np.ndarray, row_stance: np.ndarray, floats: np.ndarray, ints: np.ndarray, on_ground: np.ndarray,
 ) -> None:
-    """Per viewer i, the AimSample numbers: floats[:, i] punch pitch, punch yaw, horizontal speed,
-    target angle (deg, 180 without a target), target distance (m, 0 without); ints[:, i] target
-    slot (-1 none), held weapon, stance.
+    """Per viewer i, the AimSample numbers but the weapon's: floats[:, i] horizontal speed, target
+    angle (deg, 180 without a target), target distance (m, 0 without); ints[:, i] target slot (-1
+    none), stance; on_ground[i]. The viewer's state is its row's (``row_*``) where ``moved[i]``,
+    else its slot's (``vel``, ``ground``, ``stance``).
 
     The target is the candidate with the smallest angle (the first of equals, as ``argmin``); none
     without candidates or with a NaN angle among them (``argmin`` would have picked the NaN)."""
@@ -187,19 +205,22 @@ def _aim_gather(
                 b = j
             j += 1
         s = slots[i]
-        floats[0, i] = punch_pitch[s]
-        floats[1, i] = punch_yaw[s]
-        floats[2, i] = math.hypot(vel[s, 0], vel[s, 1])
+        if moved[i]:
+            floats[0, i] = math.hypot(row_vel[i, 0], row_vel[i, 1])
+            ints[1, i] = row_stance[i]
+            on_ground[i] = row_ground[i]
+        else:
+            floats[0, i] = math.hypot(vel[s, 0], vel[s, 1])
+            ints[1, i] = stance[s]
+            on_ground[i] = ground[s]
         if b < 0 or nan_seen:
-            floats[3, i] = 180.0
-            floats[4, i] = 0.0
+            floats[1, i] = 180.0
+            floats[2, i] = 0.0
             ints[0, i] = -1
         else:
-            floats[3, i] = angle[b]
-            floats[4, i] = dist[b]
+            floats[1, i] = angle[b]
+            floats[2, i] = dist[b]
             ints[0, i] = target[b]
-        ints[1, i] = weapon[s]
-        ints[2, i] = stance[s]
 
 
 @dataclass(slots=True)
@@ -241,12 +262,18 @@ class _TickCommands:
         yaw: (N,) the view yaw as the world keeps it, in [-180, 180) (deg).
         alive: (N,) the player is alive (so its command moves it); all_alive: all are.
         cos_sin: (2, 2, N) cos and sin of yaw and pitch (radians).
-        prev_pos, prev_vel, prev_ground, speed, pos, vel: per moved row, the state before the
-            command, the held weapon's move speed (m/s) and the simulated position and velocity.
+        prev_pos, prev_vel, prev_ground, speed, pos, vel, ground, stance, pressed: per moved row,
+            the state before the command, the held weapon's move speed (m/s) and the simulated
+            position, velocity, on-ground flag, stance and crouch press.
+        move: the moved rows' commands when one movement batch took them all (validation's
+            too), else None.
+        aim: per row, the AimSample values of the player after the command's movement as lists
+            (they go into Python objects): horizontal speed, target angle, target distance,
+            target slot (-1 none), stance, on ground (``_aim_gather``'s).
     """
 
-    __slots__ = ("alive", "all_alive", "claimed", "cos_sin", "numbers", "pos", "prev_ground", "prev_pos",
-                 "prev_vel", "slots", "speed", "times", "vel", "yaw")
+    __slots__ = ("aim", "alive", "all_alive", "claimed", "cos_sin", "ground", "move", "numbers", "pos", "prev_ground",
+                 "prev_pos", "prev_vel", "pressed", "slots", "speed", "stance", "times", "vel", "yaw")
 
     def __init__(self, flat: list[proto.Command], slots: list[int], times: list[float], world: WorldState) -> None:
         columns = tuple(zip(*flat, strict=True))
@@ -273,6 +300,11 @@ class _TickCommands:
         self.speed = np.empty(n)
         self.pos = np.empty((n, 3))
         self.vel = np.empty((n, 3))
+        self.ground = np.empty(n, dtype=bool)
+        self.stance = np.empty(n, dtype=np.int8)
+        self.pressed = np.empty(n, dtype=bool)
+        self.aim: list[list[Any]] = [[None] * n for _ in range(6)]
+        self.move: MoveCommands | None = None
 
 
 @dataclass(slots=True)
@@ -286,6 +318,9 @@ class _Round:
     stop: int
     acting: list[int]
     """Indices into the round of the commands that act on the weapon (switch, reload, shots)."""
+    switches: bool
+    """A command of the round switches weapons: the move speed of the player's next command may
+    change (the switch comes after the round's movement)."""
     live: np.ndarray
     """Indices into the round of the players that moved (alive)."""
     mark: int = 0
@@ -362,7 +397,8 @@ class ServerCore:
         self._out: Outgoing = []
         # Load (or compile) the kernels now, not in the middle of the first tick that needs them.
         self.weapons.sync_to(self.world)
-        self._aim_kernels(np.zeros(0, np.intp), np.zeros((2, 2, 0)), 0)
+        self._aim_kernels(np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0, bool), np.zeros((2, 2, 0)), 0,
+                          np.zeros((0, 3)), np.zeros(0, np.int8), np.zeros((0, 3)), np.zeros(0, bool))
 
     # ------------------------------------------------------------------ time
 
@@ -680,18 +716,60 @@ class ServerCore:
         rounds: list[_Round] = []
         start = 0
         for members, cmds, acting in zip(round_sessions, round_cmds, round_acting, strict=True):
-            rounds.append(_Round(members, cmds, start, start + len(cmds), acting, _NO_ROWS))
+            switches = any(cmds[i].weapon_switch for i in acting)
+            rounds.append(_Round(members, cmds, start, start + len(cmds), acting, switches, _NO_ROWS))
             start += len(cmds)
         flat = list(chain.from_iterable(round_cmds))
         flat_slots = [session.slot for members in round_sessions for session in members]
         flat_times = list(chain.from_iterable(round_times))
         commands = _TickCommands(flat, flat_slots, flat_times, self.world)
         pending: list[_PendingShot] = []
-        for round_ in rounds:
+        moved = 0
+        for k, round_ in enumerate(rounds):
+            if k == moved:
+                moved = self._move(rounds, k, commands)
             pending.extend(self._apply_round(round_, commands, now_s))
         self._validate_moves(rounds, commands, now_s)
         self.weapons.sync_to(self.world)
         return pending
+
+    def _move(self, rounds: list[_Round], first: int, commands: _TickCommands) -> int:
+        """Simulate the movement of rounds ``first`` up to the next one with a weapon switch, in one
+        call (each player's commands in turn), and find what each command's aim sample sees;
+        returns the round after them. A switch changes the move speed of the player's later
+        commands, so those move once the switch happened."""
+        last = first
+        while last < len(rounds) - 1 and not rounds[last].switches:
+            last += 1
+        a, b = rounds[first].start, rounds[last].stop
+        rows = slice(a, b) if commands.all_alive else a + np.flatnonzero(commands.alive[a:b])
+        ls = commands.slots[rows]
+        w = self.world
+        if ls.size:
+            move = _move_commands(commands.numbers[:, rows])
+            if first == 0 and last == len(rounds) - 1:
+                commands.move = move
+            speed = _MOVE_SPEED_M_S[self.weapons.weapon[ls]]
+            result, prev_pos, prev_vel, prev_ground = simulate_sequence(
+                ls, w.pos, w.vel, w.on_ground, w.stance, move, speed, self.geometry, self.config.movement
+            )
+            commands.prev_pos[rows] = prev_pos
+            commands.prev_vel[rows] = prev_vel
+            commands.prev_ground[rows] = prev_ground
+            commands.speed[rows] = speed
+            commands.pos[rows] = result.pos
+            commands.vel[rows] = result.vel
+            commands.ground[rows] = result.on_ground
+            commands.stance[rows] = result.stance
+            commands.pressed[rows] = result.crouch_pressed
+        stops = np.array([r.stop - a for r in rounds[first : last + 1]], dtype=np.intp)
+        floats, ints, ground = self._aim_kernels(
+            commands.slots[a:b], stops, commands.alive[a:b], commands.cos_sin, a, commands.pos[a:b],
+            commands.stance[a:b], commands.vel[a:b], commands.ground[a:b],
+        )
+        for column, values in zip(commands.aim, (*floats.tolist(), *ints.tolist(), ground.tolist()), strict=True):
+            column[a:b] = values
+        return last + 1
 
     def _apply_round(self, round_: _Round, commands: _TickCommands, now_s: float) -> list[_PendingShot]:
         w = self.world
@@ -706,25 +784,15 @@ class ServerCore:
         if live.size:
             rows = slice(a, b) if everyone else a + live
             ls = slots if everyone else slots[live]
-            num = commands.numbers[:, rows]
-            move = _move_commands(num)
-            speed = _MOVE_SPEED_M_S[self.weapons.weapon[ls]]
-            prev_pos, prev_vel, prev_ground = w.pos[ls], w.vel[ls], w.on_ground[ls]
-            result = simulate(prev_pos, prev_vel, prev_ground, w.stance[ls], move, speed, self.geometry, self.config.movement)
-            commands.prev_pos[rows] = prev_pos
-            commands.prev_vel[rows] = prev_vel
-            commands.prev_ground[rows] = prev_ground
-            commands.speed[rows] = speed
-            commands.pos[rows] = result.pos
-            commands.vel[rows] = result.vel
             round_.mark = len(self._tick_events)
             # The kept position is always the simulated one, whatever the claim's verdict.
-            w.pos[ls] = result.pos
-            w.vel[ls] = result.vel
-            w.on_ground[ls] = result.on_ground
-            w.stance[ls] = result.stance
-            if result.crouch_pressed.any():
-                for i in live[result.crouch_pressed].tolist():
+            w.pos[ls] = commands.pos[rows]
+            w.vel[ls] = commands.vel[rows]
+            w.on_ground[ls] = commands.ground[rows]
+            w.stance[ls] = commands.stance[rows]
+            pressed = commands.pressed[rows]
+            if pressed.any():
+                for i in live[pressed].tolist():
                     self.weapons.note_crouch_presses(slots[i : i + 1], float(commands.times[a + i]))
         pending: list[_PendingShot] = []
         for i in round_.acting:
@@ -748,8 +816,7 @@ class ServerCore:
         if not moved:
             return
         rows: slice | np.ndarray = slice(None) if commands.all_alive else np.flatnonzero(commands.alive)
-        num = commands.numbers[:, rows]
-        move = _move_commands(num)
+        move = commands.move if commands.move is not None else _move_commands(commands.numbers[:, rows])
         verdicts = self.validator.validate_batches(
             [r.live.size for r in moved], commands.slots[rows], commands.prev_pos[rows], commands.prev_vel[rows],
             commands.prev_ground[rows], move, commands.pos[rows], commands.claimed[rows], commands.speed[rows],
@@ -802,9 +869,14 @@ class ServerCore:
                             (cmd.yaw_deg, cmd.pitch_deg), (outcome.punch_pitch_deg, outcome.punch_yaw_deg),
                             prev_aim, float(cmd.duration_s))
 
-    def _aim_kernels(self, slots: np.ndarray, cos_sin: np.ndarray, offset: int) -> tuple[np.ndarray, np.ndarray]:
-        """(floats, ints) of ``_aim_gather`` for viewers ``slots`` (their cos and sin from column
-        ``offset`` of ``cos_sin``)."""
+    def _aim_kernels(
+        self, slots: np.ndarray, stops: np.ndarray, moved: np.ndarray, cos_sin: np.ndarray, offset: int,
+        row_pos: np.ndarray, row_stance: np.ndarray, row_vel: np.ndarray, row_ground: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(floats, ints, on_ground) of ``_aim_gather`` for viewers ``slots`` in rounds ending at
+        ``stops`` (their cos and sin from column ``offset`` of ``cos_sin``), the ``moved`` rows'
+        players at their ``row_*`` state from their round on (``_aim_candidates``); the world as
+        it is before the first round."""
         w = self.world
         k = len(slots)
         cap = w.pos.shape[0]
@@ -812,30 +884,28 @@ class ServerCore:
         dist = np.empty(k * cap)
         target = np.empty(k * cap, dtype=np.intp)
         counts = np.empty(k, dtype=np.intp)
-        n = _aim_candidates(slots, cos_sin, offset, w.pos, w.stance, _EYE_M, _CHEST_M, self.culler.visible, w.alive,
-                            w.active, cos, dist, target, counts)
-        floats = np.empty((5, k))
-        ints = np.empty((3, k), dtype=np.int64)
-        wpn = self.weapons
-        _aim_gather(np.degrees(np.arccos(cos[:n])), dist, target, counts, slots, w.vel, wpn.punch_pitch_deg,
-                    wpn.punch_yaw_deg, wpn.weapon, w.stance, floats, ints)
-        return floats, ints
+        n = _aim_candidates(slots, stops, moved, cos_sin, offset, w.pos, w.stance, row_pos, row_stance, _EYE_M,
+                            _CHEST_M, self.culler.visible, w.alive, w.active, cos, dist, target, counts)
+        floats = np.empty((3, k))
+        ints = np.empty((2, k), dtype=np.int64)
+        ground = np.empty(k, dtype=bool)
+        _aim_gather(np.degrees(np.arccos(cos[:n])), dist, target, counts, slots, moved, w.vel, w.on_ground, w.stance,
+                    row_vel, row_ground, row_stance, floats, ints, ground)
+        return floats, ints, ground
 
     def _aim_samples(self, round_: _Round, commands: _TickCommands, now_s: float) -> None:
-        w = self.world
         a, b = round_.start, round_.stop
         slots = commands.slots[a:b]
-        floats, ints = self._aim_kernels(slots, commands.cos_sin, a)
-        punch_pitch, punch_yaw, speed, angle, distance = floats.tolist()
-        target_slot, weapon, stance = ints.tolist()
+        wpn = self.weapons
+        speed, angle, distance, target_slot, stance, on_ground = (column[a:b] for column in commands.aim)
         tick = self.tick
         events = self._tick_events
         make = _aim_sample
         # Column lists, not a list per row: every list is a container the garbage collector
         # counts, and a tick makes ~190 samples.
         for session, cmd, pp, py, sp, ang, dst, tgt, held, st, ground in zip(
-            round_.sessions, round_.cmds, punch_pitch, punch_yaw, speed, angle, distance, target_slot, weapon,
-            stance, w.on_ground[slots].tolist(), strict=True,
+            round_.sessions, round_.cmds, wpn.punch_pitch_deg[slots].tolist(), wpn.punch_yaw_deg[slots].tolist(), speed,
+            angle, distance, target_slot, wpn.weapon[slots].tolist(), stance, on_ground, strict=True,
         ):
             sample = make(
                 session.slot, tick, now_s, cmd.seq, cmd.yaw_deg, cmd.pitch_deg, cmd.recoil_pitch_deg,
@@ -999,9 +1069,7 @@ class ServerCore:
     def _detect(self) -> list[Detection]:
         if self.pipeline is None:
             return []
-        found: list[Detection] = []
-        for event in self._tick_events:
-            found.extend(self.pipeline.feed(event))
+        found = self.pipeline.feed_many(self._tick_events)
         for d in found:
             counter = self.detections.get(d.player)
             if counter is not None:

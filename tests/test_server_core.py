@@ -273,7 +273,11 @@ def test_aim_kernels_match_the_numpy_formulation() -> None:
         w = core.world
         slots = rng.permutation(w.capacity)[: rng.integers(1, 65)].astype(np.intp)
         rad = np.radians(np.stack((w.yaw[slots], w.pitch[slots])))
-        floats, ints = core._aim_kernels(slots, np.stack((np.cos(rad), np.sin(rad))), 0)
+        k = len(slots)
+        floats, ints, ground = core._aim_kernels(
+            slots, np.array([k]), np.zeros(k, bool), np.stack((np.cos(rad), np.sin(rad))), 0, np.zeros((k, 3)),
+            np.zeros(k, np.int8), np.zeros((k, 3)), np.zeros(k, bool),
+        )
 
         eye = w.pos[slots].copy()
         eye[:, 2] += _EYE_M[w.stance[slots]]
@@ -292,11 +296,50 @@ def test_aim_kernels_match_the_numpy_formulation() -> None:
         has = np.isfinite(angle[rows, best])
         assert np.array_equal(ints[0], np.where(has, best, -1))
         # Within rounding, not bit for bit: numpy's summation order may follow the CPU's SIMD width.
-        np.testing.assert_allclose(floats[3], np.where(has, angle[rows, best], 180.0), rtol=1e-12, atol=1e-9)
-        np.testing.assert_allclose(floats[4], np.where(has, dist[rows, best], 0.0), rtol=1e-12, atol=1e-12)
-        assert floats[2].tobytes() == np.hypot(w.vel[slots, 0], w.vel[slots, 1]).tobytes()
-        assert floats[0].tobytes() == core.weapons.punch_pitch_deg[slots].tobytes()
-        assert np.array_equal(ints[1], core.weapons.weapon[slots]) and np.array_equal(ints[2], w.stance[slots])
+        np.testing.assert_allclose(floats[1], np.where(has, angle[rows, best], 180.0), rtol=1e-12, atol=1e-9)
+        np.testing.assert_allclose(floats[2], np.where(has, dist[rows, best], 0.0), rtol=1e-12, atol=1e-12)
+        assert floats[0].tobytes() == np.hypot(w.vel[slots, 0], w.vel[slots, 1]).tobytes()
+        assert np.array_equal(ints[1], w.stance[slots]) and np.array_equal(ground, w.on_ground[slots])
+
+
+def test_aim_kernels_in_rounds_see_the_world_each_round_leaves() -> None:
+    """Rounds of viewers in one call give, bit for bit, what one call per round gives on a world
+    where each round's moved players have been put at their new state first (the server's rounds)."""
+    core = make_core(max_clients=128)
+    rng = np.random.default_rng(11)
+    for _ in range(10):
+        _random_world(core, rng)
+        w = core.world
+        cap = w.capacity
+        moves = rng.random(cap) < 0.7
+        rounds = [np.sort(rng.permutation(cap)[: rng.integers(1, 40)]).astype(np.intp) for _ in range(rng.integers(1, 5))]
+        slots = np.concatenate(rounds)
+        k = len(slots)
+        moved = moves[slots]
+        row_pos = rng.uniform(-60.0, 60.0, (k, 3)) * np.array([1.0, 1.0, 0.05])
+        row_stance = rng.integers(0, 2, k).astype(np.int8)
+        row_vel = rng.normal(0.0, 4.0, (k, 3))
+        row_ground = rng.random(k) < 0.5
+        deg = rng.uniform(-180.0, 180.0, (2, k))
+        cos_sin = np.stack((np.cos(np.radians(deg)), np.sin(np.radians(deg))))
+        stops = np.cumsum([len(r) for r in rounds])
+        kept = (w.pos.copy(), w.stance.copy())
+        got = core._aim_kernels(slots, stops, moved, cos_sin, 0, row_pos, row_stance, row_vel, row_ground)
+        assert w.pos.tobytes() == kept[0].tobytes() and w.stance.tobytes() == kept[1].tobytes()
+        want: list[list[np.ndarray]] = [[], [], []]
+        a = 0
+        for stop in stops:
+            mine = np.arange(a, stop)[moved[a:stop]]
+            s = slots[mine]
+            w.pos[s], w.stance[s], w.vel[s], w.on_ground[s] = row_pos[mine], row_stance[mine], row_vel[mine], row_ground[mine]
+            n = stop - a
+            part = core._aim_kernels(slots[a:stop], np.array([n]), np.zeros(n, bool), cos_sin, a, row_pos, row_stance,
+                                     row_vel, row_ground)
+            for have, arr in zip(want, part, strict=True):
+                have.append(arr)
+            a = stop
+        for arr, parts in zip(got, want, strict=True):
+            assert arr.tobytes() == np.concatenate(parts, axis=-1).tobytes()
 
 
 def test_snapshot_frames_encode_what_each_message_would() -> None:
