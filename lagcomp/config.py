@@ -107,8 +107,8 @@ class HitregConfig:
     """Batched hit registration knobs (none changes a result, only speed, except where noted).
 
     Attributes:
-        chunk_shots: most shots per block of the line test, which builds (block, players) float
-            arrays; blocks are also cut at every change of base record. 256 x 64 players is 128 KiB.
+        chunk_shots: no effect since the line test became one compiled pass (no block arrays);
+            kept, like ``narrow_chunk_pairs``, because configuration files and replay headers name it.
         narrow_chunk_pairs: no effect since the bone test became one compiled pass over the
             pairs (no block arrays); kept because configuration files and the config recorded in
             replay headers name it.

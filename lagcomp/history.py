@@ -317,9 +317,10 @@ class TickHistory:
         _bracket_kernel(t, self._time, self._head, self._count, self._cap, ring, frac, clamped)
         return Bracket(ring=ring, frac=frac, clamped=clamped)
 
-    def line_features(self, ring: int) -> np.ndarray:
-        """(5, N) rows x, y, dx, dy, 1 of one record (m), read-only: x(f) = x + f dx, y(f) = y + f dy."""
-        v = self._xyd[ring]
+    def line_features(self) -> np.ndarray:
+        """(records, 5, N) rows x, y, dx, dy, 1 of every ring record (m), read-only: a player of
+        record k at fraction f is at x(f) = x + f dx, y(f) = y + f dy."""
+        v = self._xyd.view()
         v.flags.writeable = False
         return v
 

@@ -413,6 +413,29 @@ def _narrow_kernel(
             best_pair[i] = p
 
 
+@numba.njit(cache=True, nogil=True)
+def _line_kernel(
+    order: np.ndarray, origin: np.ndarray, direction: np.ndarray, ring: np.ndarray, frac: np.ndarray,
+    features: np.ndarray, r_line: float, near: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """near[r, n] for the shots ``order[r]``: see :func:`_line_candidates`."""
+    n_players = features.shape[2]
+    r2 = r_line * r_line
+    for r in range(order.shape[0]):
+        i = order[r]
+        k = ring[i]
+        f = frac[i]
+        dx = direction[i, 0]
+        dy = direction[i, 1]
+        c0, c1, c2, c3 = dy, -dx, f * dy, -f * dx
+        c4 = origin[i, 1] * dx - origin[i, 0] * dy
+        lim = r2 * (dx * dx + dy * dy)
+        for n in range(n_players):
+            cross = (c0 * features[k, 0, n] + c1 * features[k, 1, n] + c2 * features[k, 2, n]
+                     + c3 * features[k, 3, n] + c4 * features[k, 4, n])
+            near[r, n] = cross * cross <= lim
+
+
 def _line_candidates(
     batch: ShotBatch, history: TickHistory, ring: np.ndarray, frac: np.ndarray, config: HitregConfig
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -421,39 +444,18 @@ def _line_candidates(
 
     With the shot's base record k and fraction f, the player is at (x + f dx, y + f dy) and
     cross(q, d) = dy x - dx y + f dy dx_k - f dx dy_k - (ox dy - oy dx) is linear in the record's
-    rows (x, y, dx, dy, 1). Shots are grouped by base record so each group is one small matrix
-    product against that record's rows: no (S, N) gathers and a single pass over the output.
+    rows (x, y, dx, dy, 1): five products per pair in one compiled pass. (It was a matrix product
+    per record, which went through BLAS: waking OpenBLAS's threads cost more than the product,
+    about 0.2 ms on every tick with a shot.) Rounding differs from the product's in the last
+    bits at most, which the bound's ``broad_margin_m`` covers. Pairs come out shot by shot in
+    base-record order, slots ascending.
     """
-    o = batch.origin
-    d = batch.direction
-    dx, dy = d[:, 0], d[:, 1]
-    r_line = _BOUND_R_MAX + config.broad_margin_m
     order = np.argsort(ring, kind="stable")
-    coef = np.empty((order.size, 5))
-    fx, fy, fr = dx[order], dy[order], frac[order]
-    coef[:, 0] = fy
-    coef[:, 1] = -fx
-    coef[:, 2] = fr * fy
-    coef[:, 3] = -fr * fx
-    coef[:, 4] = o[order, 1] * fx - o[order, 0] * fy
-    # |cross(q, d2)| = perpendicular distance * |d2|; comparing squares avoids a sqrt per pair.
-    lim = (r_line * r_line) * (fx * fx + fy * fy)
-    ring_sorted = ring[order]
-    bounds = np.flatnonzero(np.diff(ring_sorted)) + 1
-    starts = np.concatenate([[0], bounds])
-    stops = np.concatenate([bounds, [order.size]])
-    chunk = config.chunk_shots
-    n = history.max_players
-    near = np.empty((order.size, n), dtype=bool)
-    for g0, g1 in zip(starts.tolist(), stops.tolist()):  # one iteration per distinct record
-        feats = history.line_features(int(ring_sorted[g0]))
-        for c0 in range(g0, g1, chunk):
-            c1 = min(c0 + chunk, g1)
-            cross = coef[c0:c1] @ feats
-            np.multiply(cross, cross, out=cross)
-            np.less_equal(cross, lim[c0:c1, None], out=near[c0:c1])
+    near = np.empty((order.size, history.max_players), dtype=bool)
+    _line_kernel(order, np.ascontiguousarray(batch.origin), np.ascontiguousarray(batch.direction), ring, frac,
+                 history.line_features(), _BOUND_R_MAX + config.broad_margin_m, near)
     # One flat search over the whole mask: 2.5x faster than a 2-D nonzero per block.
-    row, slot = np.divmod(np.flatnonzero(near), n)
+    row, slot = np.divmod(np.flatnonzero(near), near.shape[1])
     return order[row], slot
 
 
@@ -540,6 +542,10 @@ def _nearest_baits(batch: ShotBatch, baits: BaitTargets) -> tuple[np.ndarray, np
 
 
 # Compile (or load from numba's cache) the kernels at import, never inside a tick.
+_features = np.ones((1, 5, 1))
+_features.flags.writeable = False  # as TickHistory.line_features gives them: its own specialisation
+_line_kernel(np.zeros(1, dtype=np.intp), np.zeros((1, 3)), np.array([[1.0, 0.0, 0.0]]), np.zeros(1, dtype=np.intp),
+             np.zeros(1), _features, 1.0, np.empty((1, 1), dtype=bool))
 _baits_kernel(np.zeros((1, 3)), np.array([[1.0, 0.0, 0.0]]), np.zeros(1, dtype=np.intp), np.ones(1),
               np.ones((1, 3)), np.ones((1, 3)), np.ones(1), np.full(1, -1, dtype=np.intp),
               np.empty(1), np.empty(1, dtype=np.int32))

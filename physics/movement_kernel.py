@@ -272,7 +272,9 @@ def _no_sequence(
     return rows3, rows3, flags, rows3, rows3, flags, np.empty(0, dtype=np.int8), flags, flags, status
 
 
-@numba.njit(cache=True, nogil=True)
+# One signature for any layout ('A'): the server's blocks are copies, column slices or fancy-indexed
+# columns (C, A or F), and each layout would otherwise load its own specialisation in some tick.
+@numba.njit(numba.int64(numba.float64[:, :], numba.int64, numba.int64[::1]), cache=True, nogil=True)
 def check_block(block: np.ndarray, not_buttons: int, buttons: np.ndarray) -> int:  # pragma: no cover - compiled
     """``MoveCommands.from_block``'s checks of a (6, N) command block in one pass, in its order:
     BLOCK_NOT_FINITE for a NaN or inf anywhere, BLOCK_DT for a duration (row 0) that is not
@@ -448,6 +450,3 @@ def warm_up() -> None:
     simulate_sequence(np.zeros(0, dtype=np.intp), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0, dtype=np.bool_),
                       np.zeros(0, dtype=np.int8), none, none, none, none, np.zeros(0, dtype=np.int64), none, cfg, flags,
                       *tables)
-    # A server's blocks are column slices of its command table as often as copies.
-    for block in (np.zeros((6, 0)), np.zeros((6, 2))[:, :1]):
-        check_block(block, int(~ALL_BUTTONS), np.zeros(block.shape[1], dtype=np.int64))

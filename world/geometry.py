@@ -354,6 +354,8 @@ class MapGeometry:
         sweep_kernel.sweep(xmin, ymin, xmin, ymin, *self._sweep_args)
         sweep_kernel.sweep_rows(np.zeros((0, 2)), np.zeros((0, 2)), *self._sweep_args)
         sweep_kernel.circles_blocked(np.zeros((0, 2)), r, *self._sweep_args)
+        # A single circle goes to the scalar kernel straight from Python (circle_blocked's one-row path).
+        sweep_kernel.circle_blocked(xmin, ymin, r, *self._sweep_args)
 
     # ------------------------------------------------------------------ rays
 
