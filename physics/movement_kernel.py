@@ -27,7 +27,7 @@ import math
 import numba
 import numpy as np
 
-from physics.buttons import ALL_BUTTONS, Buttons
+from physics.buttons import Buttons
 from physics.config import MovementConfig
 from world.constants import STANCE_CROUCHING, STANCE_STANDING
 from world.sweep_kernel import SweepTables, circle_blocked, sweep

@@ -239,6 +239,22 @@ def test_tick_stats_split_the_tick_into_its_phases() -> None:
     assert all(v >= 0.0 for v in phases.values()) and phases["visibility"] > 0.0 and phases["inputs"] > 0.0
     # The phases are inside the tick: their sum never exceeds the slowest tick.
     assert sum(phases.values()) <= summary["max_ms"] + 1e-9
+    # The server's CPU time is measured beside the wall time of every tick.
+    assert 0.0 < summary["cpu_p50_ms"] <= summary["cpu_p99_ms"]
+
+
+def test_tick_stats_cpu_time_apart_from_wall_time() -> None:
+    from server.tick_stats import TickStats
+
+    stats = TickStats(budget_s=0.01)
+    for i in range(100):
+        # A host that takes the CPU away: wall times far above the CPU spent.
+        stats.add(0.002 + (0.02 if i == 99 else 0.0), 0.001)
+    stats.add(0.003)  # not measured: left out of the CPU percentiles
+    summary = stats.summary()
+    assert summary["overruns"] == 1
+    assert summary["cpu_p99_ms"] == summary["cpu_p50_ms"] == 1.0
+    assert summary["max_ms"] == 22.0 and summary["p50_ms"] == 2.0
 
 
 def _random_world(core, rng: np.random.Generator) -> None:
