@@ -1,5 +1,10 @@
 """Server tick time with N bots at 64 Hz and 128 Hz in virtual mode, as a fraction of the budget.
 
+``--alone`` also feeds every datagram the server received, at the same virtual instants, to a
+second server built the same way, alone in the process (no bots running between its ticks, as
+in a dedicated server process), and reports its tick times too. The two servers' reports are
+compared: the second one must have recorded exactly what the first did.
+
 The core's own ``tick_stats`` time only ``ServerCore.step`` (bots run in the same process but
 outside it), in wall time (the goal's figure) and in the server thread's CPU time (what the
 host's other work cannot inflate, though cold caches after the bots' turn still can). The same-run baseline is the tick of an empty server on the same map: the ratio
@@ -15,7 +20,7 @@ from typing import Any
 from server.config import ServerConfig
 from server.core import ServerCore
 from testbed.bot_factory import profile_names
-from testbed.match import run_virtual
+from testbed.match import MatchSetup, run_virtual
 from testbed.scenario import parse_scenario_text
 from world.mapfile import builtin_map
 
@@ -36,6 +41,40 @@ jitter_ms = 5
     return parse_scenario_text(text, "bench-tick.toml", profile_names())
 
 
+def _played_then_alone(scenario: Any) -> tuple[Any, dict[str, Any], bool]:
+    """(the match result, the lone server's tick stats, whether both servers' reports agree)."""
+    log: list[tuple[Any, bytes | None, float]] = []
+    played: list[ServerCore] = []
+    receive, step = ServerCore.receive, ServerCore.step
+
+    def logged_receive(self: ServerCore, addr: Any, datagram: bytes, now_s: float) -> Any:
+        log.append((addr, datagram, now_s))
+        return receive(self, addr, datagram, now_s)
+
+    def logged_step(self: ServerCore, now_s: float) -> Any:
+        if not played:
+            played.append(self)
+        log.append((None, None, now_s))
+        return step(self, now_s)
+
+    # For the one match only: the log is the server's whole input, in order.
+    ServerCore.receive, ServerCore.step = logged_receive, logged_step  # type: ignore[method-assign]
+    try:
+        result = run_virtual(scenario)
+    finally:
+        ServerCore.receive, ServerCore.step = receive, step  # type: ignore[method-assign]
+    lone = MatchSetup(scenario, mode="virtual").core
+    for addr, datagram, now_s in log:
+        if datagram is None:
+            lone.step(now_s)
+        else:
+            lone.receive(addr, datagram, now_s)
+    lone.close()  # as the match closed the first one: detectors deliver what they hold
+    mine, theirs = lone.report(), played[0].report()
+    same = {k: v for k, v in mine.items() if k != "tick_stats"} == {k: v for k, v in theirs.items() if k != "tick_stats"}
+    return result, mine["tick_stats"], same
+
+
 def _empty_tick_s(map_name: str, rate: int, ticks: int = 400) -> float:
     core = ServerCore(ServerConfig(tick_rate_hz=rate), builtin_map(map_name), secret=b"t" * 32, seed=1)
     t0 = time.perf_counter()
@@ -51,10 +90,16 @@ def main(argv: list[str]) -> dict[str, Any]:
     parser.add_argument("--map", default="city")
     parser.add_argument("--rates", default="64,128")
     parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument("--alone", action="store_true",
+                        help="also time a second server fed the same datagrams, alone in the process")
     args = parser.parse_args(argv)
     out: dict[str, Any] = {"bots": args.bots, "map": args.map, "duration_s": args.duration}
     for rate in (int(r) for r in args.rates.split(",")):
-        result = run_virtual(_scenario(args.bots, rate, args.duration, args.map, args.seed))
+        scenario = _scenario(args.bots, rate, args.duration, args.map, args.seed)
+        if args.alone:
+            result, alone, same = _played_then_alone(scenario)
+        else:
+            result = run_virtual(scenario)
         stats = result.server["tick_stats"]
         empty = _empty_tick_s(args.map, rate)
         budget_ms = 1000.0 / rate
@@ -73,6 +118,13 @@ def main(argv: list[str]) -> dict[str, Any]:
         out[f"p99_ms_{rate}"] = round(stats["p99_ms"], 3)
         out[f"empty_tick_ms_{rate}"] = round(empty * 1e3, 4)
         out[f"p99_vs_empty_{rate}"] = round(stats["p99_ms"] / (empty * 1e3), 1)
+        if args.alone:
+            print(f"      server alone, same datagrams: p50 {alone['p50_ms']:.2f} ms ({alone['p50_budget']:.0%}), "
+                  f"p99 {alone['p99_ms']:.2f} ms ({alone['p99_budget']:.0%}); same report as with bots: {same}")
+            out[f"alone_p50_ms_{rate}"] = round(alone["p50_ms"], 3)
+            out[f"alone_p99_ms_{rate}"] = round(alone["p99_ms"], 3)
+            out[f"alone_p99_budget_{rate}"] = round(alone["p99_budget"], 3)
+            out[f"alone_same_report_{rate}"] = same
         phases = stats["phase_mean_ms"]
         print("      mean ms per phase: " + ", ".join(f"{k} {v:.2f}" for k, v in phases.items()))
         out[f"phase_mean_ms_{rate}"] = {k: round(v, 3) for k, v in phases.items()}
