@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import random
 import struct
+from collections.abc import Callable
 from typing import Any
 
 import msgpack
@@ -966,14 +967,6 @@ def test_decode_client_fast_path_agrees_with_decode(monkeypatch: pytest.MonkeyPa
     reason as decode, for mutations of every INPUT field (and the fast path does take most)."""
     import server.protocol as protocol
 
-    general = {"calls": 0}
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        general["calls"] += 1
-        return decode(*args, **kwargs)
-
-    monkeypatch.setattr(protocol, "decode", counted)
-    rng = random.Random(5)
     good = [command(s) for s in (1, 2, 3, 4)]
     edges: list[list[Any]] = [
         [V, 1, V + 1, True, 2.0, None],
@@ -986,25 +979,13 @@ def test_decode_client_fast_path_agrees_with_decode(monkeypatch: pytest.MonkeyPa
          command(2) + command(1), "x", (good[0],), None],
         [[], [shot(cmd_seq=1)], [shot(cmd_seq=9)], "s", None, {}],
     ]
-    runs = 3000
-    for i in range(runs):
-        fields: list[Any] = [V, 3, TOKEN, 7, 100.0, None, b"".join(good), []]
-        for _ in range(rng.choice([0, 1, 1, 2])):
-            k = rng.randrange(len(fields))
-            fields[k] = rng.choice(edges[k])
-        data = pk(*fields) if i % 10 else pk(*fields, 0)  # and a wrong arity now and then
-        if i % 7 == 0:
-            data = data[: rng.randrange(len(data) + 1)]
-        outcomes = []
-        for fn in (decode_client, lambda d: decode(d, allowed=protocol.CLIENT_TYPES)):
-            try:
-                msg = fn(data)
-                outcomes.append((type(msg), msg, [type(x) for x in msg] if isinstance(msg, Input) else None))
-            except ProtocolError as exc:
-                outcomes.append((ProtocolError, exc.reason, None))
-        assert outcomes[0] == outcomes[1], fields
-    fast = runs - general["calls"]  # decode_client fell back to (the patched) decode for the others
-    assert 500 < fast < runs, fast
+    base: list[Any] = [V, 3, TOKEN, 7, 100.0, None, b"".join(good), []]
+
+    def described(msg: Any) -> tuple[Any, ...]:
+        # The command block's records and the shots' types too, not only equality.
+        return (type(msg), msg, [type(x) for x in msg] if isinstance(msg, Input) else None)
+
+    _fast_path_agrees(monkeypatch, protocol.decode_client, protocol.CLIENT_TYPES, base, edges, 5, described)
 
 
 @settings(max_examples=1500, deadline=None)
@@ -1040,14 +1021,6 @@ def test_decode_server_fast_path_agrees_with_decode(monkeypatch: pytest.MonkeyPa
     reason as decode, for mutations of every SNAPSHOT field (and the fast path does take most)."""
     import server.protocol as protocol
 
-    general = {"calls": 0}
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        general["calls"] += 1
-        return decode(*args, **kwargs)
-
-    monkeypatch.setattr(protocol, "decode", counted)
-    rng = random.Random(7)
     edges: list[list[Any]] = [
         [V, 1, V + 1, True, 2.0, None],
         [19, 3, 20, True, 19.0, "19", 99],
@@ -1060,24 +1033,47 @@ def test_decode_server_fast_path_agrees_with_decode(monkeypatch: pytest.MonkeyPa
          own()[:-1], "o", None],
         [entity_bytes(), b"", entity_bytes(pitch=90.0), entity_bytes(slot=2), entity_bytes()[:-1], "e", None],
     ]
+    base: list[Any] = [V, 19, 5, 1.0, None, 0, 1, own(), entity_bytes()]
+    _fast_path_agrees(monkeypatch, protocol.decode_server, protocol.SERVER_TYPES, base, edges, 7,
+                      lambda msg: ("ok", None, msg))
+
+
+def _fast_path_agrees(
+    monkeypatch: pytest.MonkeyPatch, fast: Callable[[bytes], Any], allowed: Any, base: list[Any],
+    edges: list[list[Any]], seed: int, described: Callable[[Any], tuple[Any, ...]],
+) -> None:
+    """``fast`` (a decoder with a fast path) and ``decode`` restricted to ``allowed`` give the same
+    message (as ``described``) or the same reason for 3,000 mutations of the message ``base``:
+    up to two fields replaced from ``edges``, now and then a wrong arity or a cut datagram. The
+    fast path must take most of them itself (falling back to decode for the others)."""
+    import server.protocol as protocol
+
+    general = {"calls": 0}
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        general["calls"] += 1
+        return decode(*args, **kwargs)
+
+    monkeypatch.setattr(protocol, "decode", counted)
+    rng = random.Random(seed)
     runs = 3000
     for i in range(runs):
-        fields: list[Any] = [V, 19, 5, 1.0, None, 0, 1, own(), entity_bytes()]
+        fields = list(base)
         for _ in range(rng.choice([0, 1, 1, 2])):
             k = rng.randrange(len(fields))
             fields[k] = rng.choice(edges[k])
-        data = pk(*fields) if i % 10 else pk(*fields, 0)  # and a wrong arity now and then
+        data = pk(*fields) if i % 10 else pk(*fields, 0)
         if i % 7 == 0:
             data = data[: rng.randrange(len(data) + 1)]
         outcomes = []
-        for fn in (decode_server, lambda d: decode(d, allowed=protocol.SERVER_TYPES)):
+        for fn in (fast, lambda d: decode(d, allowed=allowed)):
             try:
-                outcomes.append(("ok", None, fn(data)))
+                outcomes.append(described(fn(data)))
             except ProtocolError as exc:
                 outcomes.append((ProtocolError, exc.reason, None))
         assert outcomes[0] == outcomes[1], fields
-    fast = runs - general["calls"]  # decode_server fell back to (the patched) decode for the others
-    assert 500 < fast < runs, fast
+    calls_fast = runs - general["calls"]
+    assert 500 < calls_fast < runs, calls_fast
 
 
 # ------------------------------------------------------------------------------------------------
