@@ -317,6 +317,29 @@ def test_shot_batch_validation(lab: MapGeometry) -> None:
     assert len(empty) == 0
 
 
+def test_shot_batch_checks_in_order_and_normalises_as_numpy() -> None:
+    rng = np.random.default_rng(4)
+    d = rng.normal(0.0, 1.0, (500, 3)) * 10.0 ** rng.uniform(-150, 150, (500, 1))
+    batch = ShotBatch.build(np.zeros(500, dtype=np.intp), np.zeros((500, 3)), d, 0.0, 10.0)
+    # Bit for bit numpy's norm and division (the rays' hit points, and so the replays, hang on them).
+    assert np.array_equal(batch.direction, d / np.sqrt(np.sum(d * d, axis=1))[:, None])
+    good = {"origin": [(1.0, 1.0, 1.0)] * 2, "direction": [(1.0, 0.0, 0.0)] * 2, "time_s": [0.0, 0.0],
+            "max_range": [10.0, 10.0]}
+    # Several faults at once: the first check in order names the reason.
+    cases = [
+        ({"origin": [(1.0, 1.0, 1.0), (np.inf, 0.0, 0.0)], "direction": [(np.nan, 0.0, 0.0)] * 2}, "origin"),
+        ({"direction": [(1.0, 0.0, 0.0), (0.0, np.nan, 0.0)], "time_s": [np.inf, 0.0]}, "direction contains"),
+        ({"time_s": [0.0, np.nan], "max_range": [np.inf, 1.0]}, "time_s"),
+        ({"max_range": [1.0, np.nan], "direction": [(0.0, 0.0, 0.0)] * 2}, "max_range contains"),
+        ({"max_range": [1.0, -1.0], "direction": [(0.0, 0.0, 0.0)] * 2}, "positive"),
+        ({"direction": [(1.0, 0.0, 0.0), (0.0, 0.0, 0.0)]}, "zero length"),
+    ]
+    for change, reason in cases:
+        args = {**good, **change}
+        with pytest.raises(ShotError, match=reason):
+            ShotBatch.build([0, 1], args["origin"], args["direction"], args["time_s"], args["max_range"])
+
+
 # ------------------------------------------------------------------------------ batched == naive
 
 
