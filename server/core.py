@@ -426,6 +426,10 @@ class ServerCore:
         except proto.ProtocolError as exc:
             self.rejections[exc.reason.value] += 1
             return []
+        except Exception:  # a decoder bug must not reach the transport's callback either
+            self.rejections["internal_error"] += 1
+            log.exception("error decoding a datagram from %s", addr)
+            return []
         try:
             kind = type(msg)
             if kind is proto.Input:  # every client's per-tick packet: tested first, never answered

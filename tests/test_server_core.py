@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from server import protocol as proto
 from server.handshake import SessionCredentials
@@ -531,3 +532,19 @@ def test_session_queue_matches_a_plain_model_under_loss_reordering_and_duplicate
                 assert s.take(n, 0) == model.take(n)
             assert list(s.queued.items()) == list(model.queued.items()), trial
             assert s.shots == model.shots and s.last_applied_seq == model.applied
+
+
+def test_a_decoder_bug_is_counted_not_raised(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The transport hands datagrams to receive from its socket callback: whatever goes wrong
+    while decoding one is counted and the server keeps serving."""
+    core, a, b = _two_players()
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError("decoder bug")
+
+    monkeypatch.setattr(proto, "decode_client", broken)
+    assert core.receive(("127.0.0.1", 9), b"\x93\x01\x03", 1.0) == []
+    assert core.rejections["internal_error"] == 1
+    monkeypatch.undo()
+    run_ticks(core, [a, b], 8)
+    assert core.tick >= 8
