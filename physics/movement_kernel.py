@@ -231,6 +231,14 @@ def simulate_one(
 
 
 @numba.njit(cache=True, nogil=True)
+def _move_outputs(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """Uninitialised per-row results of N moves: pos (N, 3), vel (N, 3), on ground, stance (int8),
+    crouch pressed, touched a wall."""
+    return (np.empty((n, 3)), np.empty((n, 3)), np.empty(n, dtype=np.bool_), np.empty(n, dtype=np.int8),
+            np.empty(n, dtype=np.bool_), np.empty(n, dtype=np.bool_))
+
+
+@numba.njit(cache=True, nogil=True)
 def simulate_rows(
     pos: np.ndarray, vel: np.ndarray, ground: np.ndarray, stance: np.ndarray, weapon_speed: np.ndarray,
     fwd: np.ndarray, side: np.ndarray, yaw_deg: np.ndarray, buttons: np.ndarray, dt: np.ndarray,
@@ -241,12 +249,7 @@ def simulate_rows(
     """:func:`simulate_one` for each row: (pos (N, 3), vel (N, 3), on ground, stance (int8),
     crouch pressed, touched a wall, players wedged)."""
     n = pos.shape[0]
-    out_pos = np.empty((n, 3))
-    out_vel = np.empty((n, 3))
-    out_ground = np.empty(n, dtype=np.bool_)
-    out_stance = np.empty(n, dtype=np.int8)
-    out_pressed = np.empty(n, dtype=np.bool_)
-    out_touched = np.empty(n, dtype=np.bool_)
+    out_pos, out_vel, out_ground, out_stance, out_pressed, out_touched = _move_outputs(n)
     wedged = 0
     for i in range(n):
         x, y, z, hx, hy, vz, g, st, pr, tw, wg = simulate_one(
@@ -325,12 +328,7 @@ def simulate_sequence(
     start_pos = np.empty((n, 3))
     start_vel = np.empty((n, 3))
     start_ground = np.empty(n, dtype=np.bool_)
-    out_pos = np.empty((n, 3))
-    out_vel = np.empty((n, 3))
-    out_ground = np.empty(n, dtype=np.bool_)
-    out_stance = np.empty(n, dtype=np.int8)
-    out_pressed = np.empty(n, dtype=np.bool_)
-    out_touched = np.empty(n, dtype=np.bool_)
+    out_pos, out_vel, out_ground, out_stance, out_pressed, out_touched = _move_outputs(n)
     last = np.full(pos.shape[0], -1, dtype=np.int64)
     wedged = 0
     for i in range(n):
