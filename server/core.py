@@ -78,7 +78,8 @@ def _move_speeds() -> np.ndarray:
 _MOVE_SPEED_M_S = _move_speeds()
 _CMD_NUMBERS = slice(3, 9)
 """Command fields duration_s, forward, side, yaw_deg, pitch_deg, buttons: what movement reads."""
-_DUR, _FWD, _SIDE, _YAW, _PITCH, _BUTTONS = range(6)
+_YAW, _PITCH = 3, 4
+"""Rows of yaw_deg and pitch_deg in the _CMD_NUMBERS block."""
 _CMD_POS = 12
 _AIM_FIELDS = (
     "player", "tick", "time_s", "seq", "yaw_deg", "pitch_deg", "recoil_pitch_deg", "recoil_yaw_deg",
@@ -87,11 +88,6 @@ _AIM_FIELDS = (
 )
 if tuple(f.name for f in fields(AimSample)) != _AIM_FIELDS or hasattr(AimSample, "__post_init__"):  # pragma: no cover
     raise AssertionError("AimSample changed: update ServerCore._aim_samples and _aim_sample")
-
-
-def _move_commands(num: np.ndarray) -> MoveCommands:
-    """Movement's view of command columns: ``num`` rows as :data:`_CMD_NUMBERS` orders them."""
-    return MoveCommands.from_block(num)
 
 
 _T = TypeVar("_T")
@@ -688,8 +684,8 @@ class ServerCore:
             slots, np.array(counts, dtype=np.int64), self.tick_dt_s, now_s, self.tick, positions=self.world.pos[slots]
         )
         self._tick_events.extend(evidence)
-        # Commands are applied in rounds, one command per player per round (so movement stays
-        # one batched simulation per round); round k holds the k-th commands, in session order.
+        # Commands are applied in rounds, one command per player per round: round k holds the
+        # k-th commands, in session order (their movement is batched across rounds by _move).
         round_sessions: list[list[ClientSession]] = []
         round_cmds: list[list[proto.Command]] = []
         round_times: list[list[float]] = []
@@ -751,7 +747,7 @@ class ServerCore:
         ls = commands.slots[rows]
         w = self.world
         if ls.size:
-            move = _move_commands(commands.numbers[:, rows])
+            move = MoveCommands.from_block(commands.numbers[:, rows])
             if first == 0 and last == len(rounds) - 1:
                 commands.move = move
             speed = _MOVE_SPEED_M_S[self.weapons.weapon[ls]]
@@ -821,7 +817,7 @@ class ServerCore:
         if not moved:
             return
         rows: slice | np.ndarray = slice(None) if commands.all_alive else np.flatnonzero(commands.alive)
-        move = commands.move if commands.move is not None else _move_commands(commands.numbers[:, rows])
+        move = commands.move if commands.move is not None else MoveCommands.from_block(commands.numbers[:, rows])
         verdicts = self.validator.validate_batches(
             [r.live.size for r in moved], commands.slots[rows], commands.prev_pos[rows], commands.prev_vel[rows],
             commands.prev_ground[rows], move, commands.pos[rows], commands.claimed[rows], commands.speed[rows],

@@ -25,9 +25,7 @@ class SnapshotFrame:
     def __init__(
         self, builder: SnapshotBuilder, world: WorldState, weapons: WeaponState, *, tick: int, server_time_s: float
     ) -> None:
-        self.builder = builder
-        self.tick = tick
-        self.server_time_s = server_time_s
+        self._per_part = builder.per_part
         # Only slots up to the last active one: nothing else is ever sent or receives (a snapshot
         # shows and goes to active players only), and the rest would double the work at 64 of 128.
         active = np.flatnonzero(world.active[: min(world.capacity, weapons.capacity)])
@@ -64,7 +62,7 @@ class SnapshotFrame:
     ) -> list[bytes]:
         """Datagrams of ``slot``'s snapshot (see :meth:`SnapshotBuilder.build`); ``targets`` in order."""
         all_records = self.records
-        per = self.builder.per_part
+        per = self._per_part
         if not baits and len(targets) <= per:
             # The usual snapshot: one part, no bait.
             blocks = [b"".join([all_records[t] for t in targets])]

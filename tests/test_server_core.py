@@ -374,8 +374,9 @@ def test_snapshot_frames_encode_what_each_message_would() -> None:
     w.health[:] = rng.uniform(0.0, 100.0, w.capacity).astype(np.float32)
     limits = core.config.protocol
     baits = [(200, (1.5, 2.0, 2.15)), (201, (-3.25, 4.0, 2.15))]
-    for slot, n_targets, slot_baits, seq in ((0, 0, [], -1), (5, 12, baits[:1], 7), (9, 70, baits, 12345)):
-        targets = np.sort(rng.choice(np.arange(10, w.capacity), n_targets, replace=False))
+
+    def check(slot: int, targets: np.ndarray, slot_baits: list[tuple[int, tuple[float, float, float]]],
+              seq: int) -> None:
         got = core.snapshots.build(w, weapons, slot, targets, baits=slot_baits, tick=42, server_time_s=0.328125,
                                    last_cmd_seq=seq)
         held = int(weapons.weapon[slot])
@@ -402,6 +403,15 @@ def test_snapshot_frames_encode_what_each_message_would() -> None:
             for i, part in enumerate(parts)
         ]
         assert got == want
+
+    for slot, n_targets, slot_baits, seq in ((0, 0, [], -1), (5, 12, baits[:1], 7), (9, 70, baits, 12345)):
+        # A snapshot shows active players only (the culler's rows are masked by ``active``).
+        check(slot, np.sort(rng.choice(np.flatnonzero(w.active[10:]) + 10, n_targets, replace=False)), slot_baits, seq)
+    # The frame stops at the last active slot (nothing past it is ever sent or receives).
+    w.active[60:] = False
+    w.active[59] = True
+    active = np.flatnonzero(w.active)
+    check(int(active[0]), active[1:], baits, 3)
 
 
 # ------------------------------------------------------------------------------------------------
