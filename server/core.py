@@ -1095,21 +1095,20 @@ class ServerCore:
         # Every viewer's targets from one nonzero over the visibility rows (row-major, so each
         # viewer's targets come out in slot order, as flatnonzero of its row gives them).
         seen = self.culler.visible[viewers] & w.active[None, :]
-        ends = np.cumsum(np.count_nonzero(seen, axis=1)).tolist()
-        targets = np.nonzero(seen)[1].tolist()
+        ends = np.cumsum(np.count_nonzero(seen, axis=1))
+        targets = np.nonzero(seen)[1]
         baits: dict[int, list[tuple[int, tuple[float, float, float]]]] = {}
         for b in self._baits:
             baits.setdefault(b.shooter, []).append((b.entity_id, b.centre))
+        slots = viewers.tolist()
+        snapshots = frame.datagrams_many(viewers, [s.last_applied_seq for s in sessions], targets, ends, baits)
         out = self._out
         tick = self.tick
         on_sent = self.netstats.on_snapshot_sent
-        start = 0
-        for session, end in zip(sessions, ends, strict=True):
-            slot = session.slot
+        for session, slot, datagrams in zip(sessions, slots, snapshots, strict=True):
             address = session.address
-            for datagram in frame.datagrams(slot, targets[start:end], baits.get(slot, []), session.last_applied_seq):
+            for datagram in datagrams:
                 out.append((address, datagram))
-            start = end
             on_sent(slot, tick, now_s)
 
     def _send(self, session: ClientSession, message: Any) -> None:

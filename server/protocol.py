@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
@@ -733,63 +733,15 @@ def encode(message: Message, limits: ProtocolLimits = DEFAULT_LIMITS, *, check_s
     return data
 
 
-class SnapshotEncoder:
-    """Encodes one tick's SNAPSHOT datagrams: byte for byte ``encode(Snapshot(tick,
-    server_time_s, last_cmd_seq, own, block, part, part_count))``, without building message
-    objects. The server sends one to every client 64 times a second, so the fields every client's
-    snapshot shares (version, type, tick, time) are packed once per tick and each datagram is a
-    join of packed pieces.
-
-    ``packer``: a ``msgpack.Packer(use_bin_type=True)`` the caller reuses (building one costs
-    more than packing a snapshot).
-    """
-
-    __slots__ = ("_head", "_limit", "_pack")
-
-    def __init__(self, tick: int, server_time_s: float, limits: ProtocolLimits = DEFAULT_LIMITS,
-                 packer: msgpack.Packer | None = None) -> None:
-        pack = (packer or msgpack.Packer(use_bin_type=True)).pack
-        self._pack = pack
-        self._limit = limits.max_datagram_bytes
-        # 0x99: a fixarray of the message's 9 items, its first four shared by every client.
-        self._head = b"\x99" + pack(PROTOCOL_VERSION) + pack(_SNAPSHOT_ID) + pack(tick) + pack(server_time_s)
-
-    def own(self, pos: Sequence[float], vel: Sequence[float], yaw_deg: float, pitch_deg: float, health: float,
-            weapon: int, ammo: int, reserve: int, stance: int, on_ground: bool, alive: bool) -> bytes:
-        """The packed own-state item of a snapshot (fields and units as in OwnState)."""
-        return self._pack(  # type: ignore[no-any-return]
-            [pos, vel, yaw_deg, pitch_deg, health, weapon, ammo, reserve, stance, on_ground, alive]
-        )
-
-    def datagrams(self, last_cmd_seq: int | None, own: bytes, blocks: list[bytes]) -> list[bytes]:
-        """The datagrams of one client's snapshot: ``own`` from :meth:`own`, one entity block per
-        part. Raises ProtocolError(TOO_LARGE) like ``encode``."""
-        pack = self._pack
-        head = self._head + pack(last_cmd_seq)
-        tail = pack(len(blocks)) + own
-        out = []
-        for i, block in enumerate(blocks):
-            data = b"".join((head, pack(i), tail, pack(block)))
-            if len(data) > self._limit:
-                raise ProtocolError(RejectReason.TOO_LARGE, f"SNAPSHOT encodes to {len(data)} bytes")
-            out.append(data)
-        return out
-
-
-def encode_snapshot(
-    tick: int,
-    server_time_s: float,
-    last_cmd_seq: int | None,
-    own: OwnState,
-    blocks: list[bytes],
-    limits: ProtocolLimits = DEFAULT_LIMITS,
-    packer: msgpack.Packer | None = None,
-) -> list[bytes]:
-    """The datagrams of one snapshot split in ``blocks`` (one entity block per part): byte for byte
-    ``encode(Snapshot(tick, server_time_s, last_cmd_seq, own, block, i, len(blocks)))`` for each.
-    See :class:`SnapshotEncoder`, which the server uses to share the per-tick work."""
-    encoder = SnapshotEncoder(tick, server_time_s, limits, packer)
-    return encoder.datagrams(last_cmd_seq, encoder.own(*own), blocks)
+def snapshot_head(tick: int, server_time_s: float, packer: msgpack.Packer | None = None) -> bytes:
+    """The bytes every SNAPSHOT datagram of one tick starts with: the message's array header (9
+    items) and its four items every client's snapshot shares (version, type, ``tick``,
+    ``server_time_s`` in s). ``packer``: a ``msgpack.Packer(use_bin_type=True)`` to reuse (building
+    one costs more than packing a snapshot); the server's compiled writer
+    (``server.snapshot_kernel``) appends the rest of each datagram."""
+    pack = (packer or msgpack.Packer(use_bin_type=True)).pack
+    # 0x99: a fixarray of the message's 9 items.
+    return b"\x99" + pack(PROTOCOL_VERSION) + pack(_SNAPSHOT_ID) + pack(tick) + pack(server_time_s)  # type: ignore[no-any-return]
 
 
 def max_entities_per_snapshot(limits: ProtocolLimits = DEFAULT_LIMITS) -> int:

@@ -8,15 +8,16 @@ import numpy as np
 from physics.weapon_state import WeaponState
 from server import protocol as proto
 from server.entity_block import ENTITY_BYTES, EntityFlags, make_entities
-from world.state import WorldState
+from server.snapshot_kernel import OWN_BOUND_BYTES, parts_bound, write_snapshots
+from world.state import WorldLimits, WorldState
 
 _BAIT_FLAGS = int(EntityFlags.ALIVE | EntityFlags.NOT_RENDERED)
 
 
 class SnapshotFrame:
     """What every client's snapshot of one tick is made of, gathered once for all of them: each
-    slot's entity record (bytes) and own-state fields as Python values. A client's snapshot is
-    then a join of its visible records and one encode per part.
+    slot's entity record and own-state fields, copied from the world. A tick's snapshots are then
+    written by one compiled call (:mod:`server.snapshot_kernel`).
 
     Records and own states are those of :meth:`SnapshotBuilder.build`'s definition: flags ALIVE
     and CROUCHING from the world, the held weapon from ``weapons``, health rounded to a byte.
@@ -26,6 +27,7 @@ class SnapshotFrame:
         self, builder: SnapshotBuilder, world: WorldState, weapons: WeaponState, *, tick: int, server_time_s: float
     ) -> None:
         self._per_part = builder.per_part
+        self._limit = builder.limits.max_datagram_bytes
         # Only slots up to the last active one: nothing else is ever sent or receives (a snapshot
         # shows and goes to active players only), and the rest would double the work at 64 of 128.
         active = np.flatnonzero(world.active[: min(world.capacity, weapons.capacity)])
@@ -34,61 +36,94 @@ class SnapshotFrame:
             world.stance[:cap] == 1, int(EntityFlags.CROUCHING), 0
         )
         held = weapons.weapon[:cap]
-        blob = make_entities(
+        self._records = make_entities(
             np.arange(cap), flags, world.pos[:cap], world.vel[:cap], world.yaw[:cap], world.pitch[:cap], held,
             world.health[:cap],
-        ).tobytes()
-        self.records = [blob[i : i + ENTITY_BYTES] for i in range(0, len(blob), ENTITY_BYTES)]
-        """Entity record (bytes) of each slot up to the last active one."""
+        ).view(np.uint8).reshape(cap, ENTITY_BYTES)
         rows = np.arange(cap)
         hidx = held.astype(np.intp)
         has = held != 0
-        self._pos = world.pos[:cap].tolist()
-        self._vel = world.vel[:cap].tolist()
-        self._yaw = world.yaw[:cap].tolist()
-        self._pitch = world.pitch[:cap].tolist()
-        self._health = world.health[:cap].tolist()
-        self._held = held.tolist()
-        self._ammo = np.where(has, weapons.ammo[rows, hidx], 0).tolist()
-        self._reserve = np.where(has, weapons.reserve[rows, hidx], 0).tolist()
-        self._stance = world.stance[:cap].tolist()
-        self._on_ground = world.on_ground[:cap].tolist()
-        self._alive = world.alive[:cap].tolist()
-        self._baits: dict[tuple[int, tuple[float, float, float]], bytes] = {}
-        self._encoder = proto.SnapshotEncoder(tick, server_time_s, builder.limits, builder.packer)
+        # Copies (fancy indexing and .copy()): the frame keeps the tick's state whatever the world does next.
+        self._own = (
+            world.pos[:cap].copy(), world.vel[:cap].copy(), world.yaw[:cap].copy(), world.pitch[:cap].copy(),
+            world.health[:cap].copy(), held.copy(), np.where(has, weapons.ammo[rows, hidx], 0),
+            np.where(has, weapons.reserve[rows, hidx], 0), world.stance[:cap].copy(), world.on_ground[:cap].copy(),
+            world.alive[:cap].copy(),
+        )
+        self._head = np.frombuffer(proto.snapshot_head(tick, server_time_s, builder.packer), dtype=np.uint8)
+        self._bait_records = builder.bait_records
 
     def datagrams(
         self, slot: int, targets: list[int], baits: list[tuple[int, tuple[float, float, float]]], last_cmd_seq: int
     ) -> list[bytes]:
         """Datagrams of ``slot``'s snapshot (see :meth:`SnapshotBuilder.build`); ``targets`` in order."""
-        all_records = self.records
+        return self.datagrams_many(
+            np.array([slot], dtype=np.intp), [last_cmd_seq], np.array(targets, dtype=np.intp),
+            np.array([len(targets)], dtype=np.intp), {slot: baits} if baits else None,
+        )[0]
+
+    def datagrams_many(
+        self, slots: np.ndarray, last_cmd_seqs: list[int], targets: np.ndarray, ends: np.ndarray,
+        baits: dict[int, list[tuple[int, tuple[float, float, float]]]] | None = None,
+    ) -> list[list[bytes]]:
+        """Datagrams of the snapshots of ``slots`` (intp), one list per slot in order: slot
+        ``slots[i]`` sees players ``targets[ends[i - 1]:ends[i]]`` (intp, in order) and then its
+        ``baits`` (entity id, centre m), and its last applied command is ``last_cmd_seqs[i]`` (-1:
+        none). Raises ProtocolError(TOO_LARGE) like ``encode``."""
+        n = len(slots)
+        if not n:
+            return []
+        records = self._records
+        rows = targets
+        if baits:
+            rows, ends, records = self._with_baits(slots, targets, ends, baits)
         per = self._per_part
-        if not baits and len(targets) <= per:
-            # The usual snapshot: one part, no bait.
-            blocks = [b"".join([all_records[t] for t in targets])]
-        else:
-            records = [all_records[t] for t in targets]
-            for bait in baits:
-                record = self._baits.get(bait)
-                if record is None:
-                    record = self._baits[bait] = _bait_record(*bait)
-                records.append(record)
-            # At least one part, so an empty snapshot still carries the player's own state.
-            blocks = [b"".join(records[i : i + per]) for i in range(0, len(records), per)] or [b""]
-        encoder = self._encoder
-        own = encoder.own(
-            self._pos[slot], self._vel[slot], self._yaw[slot], self._pitch[slot], self._health[slot], self._held[slot],
-            self._ammo[slot], self._reserve[slot], self._stance[slot], self._on_ground[slot], self._alive[slot],
+        bound = parts_bound(n, rows.size, per)
+        out = np.empty(bound * (self._head.size + OWN_BOUND_BYTES) + rows.size * ENTITY_BYTES, dtype=np.uint8)
+        bounds = np.empty(bound + 1, dtype=np.int64)
+        parts_of = np.empty(n, dtype=np.int64)
+        written, largest = write_snapshots(
+            self._head, slots, np.array(last_cmd_seqs, dtype=np.int64), ends, rows, records, per, *self._own, out,
+            bounds, parts_of,
         )
-        return encoder.datagrams(last_cmd_seq if last_cmd_seq >= 0 else None, own, blocks)
+        if largest > self._limit:
+            raise proto.ProtocolError(proto.RejectReason.TOO_LARGE, f"SNAPSHOT encodes to {largest} bytes")
+        cuts = bounds[: written + 1].tolist()
+        data = out[: cuts[-1]].tobytes()
+        datagrams = [data[cuts[k] : cuts[k + 1]] for k in range(written)]
+        if written == n:
+            return [[d] for d in datagrams]
+        grouped = []
+        k = 0
+        for m in parts_of.tolist():
+            grouped.append(datagrams[k : k + m])
+            k += m
+        return grouped
 
-
-def _bait_record(entity_id: int, centre: tuple[float, float, float]) -> bytes:
-    """The record of a bait target: NOT_RENDERED, at rest, full health."""
-    return make_entities(
-        np.array([entity_id]), np.array([_BAIT_FLAGS]), np.array([centre]), np.zeros((1, 3)), np.zeros(1),
-        np.zeros(1), np.zeros(1, dtype=np.int64), np.full(1, 100.0),
-    ).tobytes()
+    def _with_baits(
+        self, slots: np.ndarray, targets: np.ndarray, ends: np.ndarray,
+        baits: dict[int, list[tuple[int, tuple[float, float, float]]]],
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(rows, ends, records): each viewer's bait rows after its players' rows, in a table of
+        the players' records followed by the baits'."""
+        viewer = {slot: i for i, slot in enumerate(slots.tolist())}
+        # In viewer order: an empty run ends where the next one does, so baits of several viewers
+        # can go in at one index, and there they must come in viewer order.
+        mine = sorted((i, shooter) for shooter in baits if (i := viewer.get(shooter)) is not None)
+        extra = np.zeros(len(viewer), dtype=np.intp)
+        at: list[int] = []
+        shown: list[tuple[int, tuple[float, float, float]]] = []
+        for i, shooter in mine:
+            extra[i] = len(baits[shooter])
+            at.extend([int(ends[i])] * len(baits[shooter]))
+            shown.extend(baits[shooter])
+        if not shown:
+            return targets, ends, self._records
+        row_of: dict[tuple[int, tuple[float, float, float]], int] = {}
+        rows = [row_of.setdefault(b, self._records.shape[0] + len(row_of)) for b in shown]
+        records = np.concatenate([self._records, self._bait_records(list(row_of))])
+        # Inserted before index ends[i], that is after viewer i's run, in the order given.
+        return np.insert(targets, at, rows), ends + np.cumsum(extra), records
 
 
 class SnapshotBuilder:
@@ -98,6 +133,28 @@ class SnapshotBuilder:
         self.limits = limits
         self.per_part = proto.max_entities_per_snapshot(limits)
         self.packer = msgpack.Packer(use_bin_type=True)
+        # A bait stays put while it lives (a few seconds): its record is built once, not per tick.
+        self._bait_cache: dict[tuple[int, tuple[float, float, float]], np.ndarray] = {}
+        # Compile (or load from numba's cache) the writer now, with a frame's own argument types,
+        # never inside the first tick that sends a snapshot.
+        world = WorldState(WorldLimits(max_players=1))
+        world.active[0] = True
+        self.frame(world, WeaponState(1), tick=0, server_time_s=0.0).datagrams(0, [0], [], -1)
+
+    def bait_records(self, baits: list[tuple[int, tuple[float, float, float]]]) -> np.ndarray:
+        """(N, 36) uint8 records of ``baits`` (entity id, centre m): NOT_RENDERED, at rest, full
+        health. Remembers only the baits of the latest call, the live ones."""
+        cache = self._bait_cache
+        new = [b for b in baits if b not in cache]
+        if new:
+            n = len(new)
+            made = make_entities(
+                np.array([b[0] for b in new]), np.full(n, _BAIT_FLAGS), np.array([b[1] for b in new]),
+                np.zeros((n, 3)), np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64), np.full(n, 100.0),
+            ).view(np.uint8).reshape(n, ENTITY_BYTES)
+            cache.update(zip(new, made, strict=True))
+        self._bait_cache = {b: cache[b] for b in baits}
+        return np.stack([cache[b] for b in baits])
 
     def frame(self, world: WorldState, weapons: WeaponState, *, tick: int, server_time_s: float) -> SnapshotFrame:
         """The state every snapshot of this tick is cut from (take it once per tick, after the

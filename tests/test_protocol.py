@@ -66,7 +66,6 @@ from server.protocol import (
     decode_client,
     decode_server,
     encode,
-    encode_snapshot,
     max_entities_per_snapshot,
     pack_command,
     pack_commands,
@@ -881,20 +880,6 @@ def test_snapshot_capacity_is_exact() -> None:
     assert len(encode(Snapshot(entities=encode_entities(_records(cap)), **worst))) <= 1200  # type: ignore[arg-type]
     with pytest.raises(ProtocolError) as info:
         encode(Snapshot(entities=encode_entities(_records(cap + 1)), **worst))  # type: ignore[arg-type]
-    assert info.value.reason is RejectReason.TOO_LARGE
-
-
-def test_encode_snapshot_is_encode_of_each_part() -> None:
-    own = OwnState((1.5, -2.0, 0.0), (0.25, 0.0, -9.8), -179.5, 12.0, 87.0, 2, 11, 60, 0, True, True)
-    blocks = [encode_entities(_records(29)), encode_entities(_records(3)), b""]
-    packer = msgpack.Packer(use_bin_type=True)
-    for seq, parts in ((None, blocks[:1]), (7, blocks[:2]), (U32_MAX, blocks[2:])):
-        want = [encode(Snapshot(tick=9, server_time_s=0.5, last_cmd_seq=seq, own=own, entities=b, part=i,
-                                part_count=len(parts))) for i, b in enumerate(parts)]
-        assert encode_snapshot(9, 0.5, seq, own, parts) == want
-        assert encode_snapshot(9, 0.5, seq, own, parts, DEFAULT_LIMITS, packer) == want
-    with pytest.raises(ProtocolError) as info:
-        encode_snapshot(U32_MAX, 1e9 + 0.5, U32_MAX, _own_worst(), [encode_entities(_records(30))])
     assert info.value.reason is RejectReason.TOO_LARGE
 
 
