@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -93,6 +94,41 @@ class PairState:
     generation: np.ndarray
 
 
+class RingView(NamedTuple):
+    """The ring buffer's storage as :meth:`TickHistory.ring_view` hands it out (a tuple, so a
+    compiled kernel takes it as one argument).
+
+    Attributes:
+        head: ring index the next record goes to. count: records kept (the oldest is at
+            ``(head - count) % C``).
+        time: (C,) record times (s). x, y, z: (C, N) feet (m); vx, vy, vz: (C, N) velocity (m/s);
+            yaw: (C, N) deg; each with its delta towards the next record (dx ... dyaw), zero
+            across discontinuities. stance: (C, N) int8. hittable: (C, N) alive and active.
+            generation: (C, N) uint32.
+    """
+
+    head: int
+    count: int
+    time: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+    z: np.ndarray
+    dx: np.ndarray
+    dy: np.ndarray
+    dz: np.ndarray
+    vx: np.ndarray
+    vy: np.ndarray
+    vz: np.ndarray
+    dvx: np.ndarray
+    dvy: np.ndarray
+    dvz: np.ndarray
+    yaw: np.ndarray
+    dyaw: np.ndarray
+    stance: np.ndarray
+    hittable: np.ndarray
+    generation: np.ndarray
+
+
 @dataclass(frozen=True, slots=True)
 class HistoryRecord:
     """One stored tick, read-only views into the ring (valid until the ring slot is overwritten).
@@ -147,13 +183,8 @@ class TickHistory:
         self._time = np.zeros(c, dtype=np.float64)
         self._tick = np.zeros(c, dtype=np.int64)
         # One (C, N) array per component, so a (time, slot) gather reads one value per array.
-        # x, y, their deltas and a row of ones sit side by side in one (C, 5, N) block: the line
-        # test of hit registration evaluates a linear form of those rows for all the shots
-        # rewound from a record as one matrix product.
-        self._xyd = np.zeros((c, 5, n))
-        self._xyd[:, 4, :] = 1.0
-        self._x = self._xyd[:, 0, :]
-        self._y = self._xyd[:, 1, :]
+        self._x = np.zeros((c, n))
+        self._y = np.zeros((c, n))
         self._z = np.zeros((c, n))
         self._vx = np.zeros((c, n))
         self._vy = np.zeros((c, n))
@@ -166,8 +197,8 @@ class TickHistory:
         self._hittable = np.zeros((c, n), dtype=bool)
         self._gen = np.zeros((c, n), dtype=np.uint32)
         # Deltas towards the next record; zero across discontinuities and for the newest record.
-        self._dx = self._xyd[:, 2, :]
-        self._dy = self._xyd[:, 3, :]
+        self._dx = np.zeros((c, n))
+        self._dy = np.zeros((c, n))
         self._dz = np.zeros((c, n))
         self._dvx = np.zeros((c, n))
         self._dvy = np.zeros((c, n))
@@ -317,12 +348,16 @@ class TickHistory:
         _bracket_kernel(t, self._time, self._head, self._count, self._cap, ring, frac, clamped)
         return Bracket(ring=ring, frac=frac, clamped=clamped)
 
-    def line_features(self) -> np.ndarray:
-        """(records, 5, N) rows x, y, dx, dy, 1 of every ring record (m), read-only: a player of
-        record k at fraction f is at x(f) = x + f dx, y(f) = y + f dy."""
-        v = self._xyd.view()
-        v.flags.writeable = False
-        return v
+    def ring_view(self) -> RingView:
+        """The ring itself, for compiled readers (hit registration rewinds inside its kernel):
+        read it, never write it; valid until the next :meth:`record` or :meth:`reset`. Raises
+        HistoryError when the history is empty."""
+        self._require_records()
+        return RingView(
+            self._head, self._count, self._time, self._x, self._y, self._z, self._dx, self._dy, self._dz,
+            self._vx, self._vy, self._vz, self._dvx, self._dvy, self._dvz, self._yaw, self._dyaw,
+            self._stance, self._hittable, self._gen,
+        )
 
     def pairs(self, ring: np.ndarray, frac: np.ndarray, slot: np.ndarray) -> PairState:
         """Rewound state of (time, slot) pairs; ``ring``, ``frac`` and ``slot`` broadcast together."""
@@ -470,7 +505,7 @@ def _pairs_kernel(
 
 def _warm_kernels() -> None:
     """Compile (or load from numba's cache) the kernels at import, never inside a tick, with the
-    array layouts :class:`TickHistory` passes (x, y and their deltas are strided views)."""
+    array layouts :class:`TickHistory` passes."""
     h = TickHistory(HistoryConfig(), 1)
     h._count, h._head = 1, 1
     h.pairs(np.zeros(1, dtype=np.intp), np.zeros(1), np.zeros(1, dtype=np.intp))
