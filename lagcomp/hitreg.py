@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -120,12 +121,13 @@ class ShotBatch:
         if np.any(sh < 0):
             raise ShotError("shooter slots must be >= 0")
         try:
-            o = np.asarray(origin, dtype=np.float64).reshape(s, 3) if s else np.zeros((0, 3))
+            # A copy: the batch owns writeable arrays (a read-only one would be a new kernel specialisation).
+            o = np.array(origin, dtype=np.float64).reshape(s, 3) if s else np.zeros((0, 3))
             d = np.asarray(direction, dtype=np.float64).reshape(s, 3) if s else np.zeros((0, 3))
-            t = np.broadcast_to(np.asarray(time_s, dtype=np.float64), (s,)).copy()
-            rng = np.broadcast_to(np.asarray(max_range, dtype=np.float64), (s,)).copy()
-            w = np.broadcast_to(np.asarray(weapon, dtype=np.int16), (s,)).copy()
-            p = np.broadcast_to(np.asarray(pellet, dtype=np.int16), (s,)).copy()
+            t = _column(time_s, np.float64, s)
+            rng = _column(max_range, np.float64, s)
+            w = _column(weapon, np.int16, s)
+            p = _column(pellet, np.int16, s)
         except ValueError as exc:
             raise ShotError(f"shot arrays do not match {s} shooters: {exc}") from exc
         unit = np.empty((s, 3))
@@ -133,6 +135,14 @@ class ShotBatch:
         if failed:
             raise ShotError(_RAY_ERRORS[failed])
         return cls(shooter=sh, origin=o, direction=unit, time_s=t, max_range=rng, weapon=w, pellet=p)
+
+
+def _column(values: np.ndarray | list[float] | float, dtype: type, s: int) -> np.ndarray:
+    """(s,) array of ``dtype`` of its own: ``values`` copied, or broadcast when a scalar or shorter
+    (ValueError when they do not broadcast). np.broadcast_to costs ~5 us a call; a batch's
+    columns are usually whole already."""
+    a = np.array(values, dtype=dtype)
+    return a if a.shape == (s,) else np.broadcast_to(a, (s,)).copy()
 
 
 _RAY_ERRORS: dict[int, str] = {
@@ -198,12 +208,7 @@ class BaitTargets:
         """Bait spheres at (B,3) centres (m) with radius (m), visible to ``shooter`` (-1: all)."""
         c = np.asarray(centre, dtype=np.float64).reshape(-1, 3)
         n = c.shape[0]
-        return cls(
-            a=c,
-            b=c.copy(),
-            radius=np.broadcast_to(np.asarray(radius, dtype=np.float64), (n,)).copy(),
-            shooter=np.broadcast_to(np.asarray(shooter, dtype=np.intp), (n,)).copy(),
-        )
+        return cls(a=c, b=c.copy(), radius=_column(radius, np.float64, n), shooter=_column(shooter, np.intp, n))
 
 
 @dataclass(frozen=True, slots=True)
@@ -720,6 +725,45 @@ def to_shot_result(
     )
 
 
+def to_shot_results(
+    batch: ShotBatch,
+    hits: HitBatch,
+    *,
+    claims: Sequence[ShotClaim],
+    tick: int,
+    time_s: float,
+    decisions: Sequence[RewindDecision],
+    damage: Sequence[float],
+    first_contact: Sequence[bool | None],
+    claimed_victim_pos: Sequence[tuple[float, float, float] | None],
+) -> list[ShotResult]:
+    """The :class:`ShotResult` of each of the first ``len(claims)`` rays (the rest, such as probe
+    rays, get none): :func:`to_shot_result` row by row, field for field, with every array turned
+    into Python values once instead of indexed element by element. ``damage`` (hit points) counts
+    only where the ray hit a victim; the other sequences are per ray like ``claims``."""
+    n = len(claims)
+    victim = hits.victim[:n].tolist()
+    shooter, weapon, pellet = batch.shooter[:n].tolist(), batch.weapon[:n].tolist(), batch.pellet[:n].tolist()
+    origin, direction, hit_point = batch.origin[:n].tolist(), batch.direction[:n].tolist(), hits.hit_point[:n].tolist()
+    victim_pos = hits.victim_pos[:n].tolist()
+    return [
+        ShotResult(
+            shooter=shooter[i], tick=int(tick), time_s=float(time_s), weapon=weapon[i], pellet=pellet[i],
+            origin=tuple(origin[i]), direction=tuple(direction[i]), rewind_time_s=rewind_time,
+            rewind_decision=decisions[i], rewind_clamped=clamped, victim=victim[i] if victim[i] >= 0 else None,
+            victim_generation=generation, bone=bone, hit_point=tuple(hit_point[i]), distance_m=distance,
+            blocked_by_wall=blocked, victim_pos=tuple(victim_pos[i]) if victim[i] >= 0 else None,
+            victim_speed_m_s=speed, damage=float(damage[i]) if victim[i] >= 0 else 0.0, claim=claims[i],
+            bait_hit=bait_hit, first_contact=first_contact[i], claimed_victim_pos=claimed_victim_pos[i],
+        )
+        for i, rewind_time, clamped, generation, bone, distance, blocked, speed, bait_hit in zip(
+            range(n), batch.time_s[:n].tolist(), hits.clamped[:n].tolist(), hits.victim_generation[:n].tolist(),
+            hits.bone[:n].tolist(), hits.distance[:n].tolist(), hits.blocked_by_wall[:n].tolist(),
+            hits.victim_speed[:n].tolist(), hits.bait_hit[:n].tolist(), strict=True,
+        )
+    ]
+
+
 __all__ = [
     "BaitTargets",
     "HitBatch",
@@ -731,4 +775,5 @@ __all__ = [
     "register_shots",
     "shots_from_state",
     "to_shot_result",
+    "to_shot_results",
 ]
