@@ -38,7 +38,20 @@ import numba
 import numpy as np
 
 from lagcomp.config import HistoryConfig, HitregConfig
-from lagcomp.history import HistoryError, RingView, TickHistory, _bracket_kernel
+from lagcomp.history import (
+    RING_DELTA,
+    RING_VX,
+    RING_VY,
+    RING_VZ,
+    RING_X,
+    RING_Y,
+    RING_YAW,
+    RING_Z,
+    HistoryError,
+    RingView,
+    TickHistory,
+    _bracket_kernel,
+)
 from lagcomp.shot import RewindDecision, ShotClaim, ShotResult
 from world.constants import CROUCHING_EYE_M, STANDING_EYE_M
 from world.hitbox import (
@@ -456,6 +469,8 @@ def _players_kernel(
     win_speed = np.zeros(s)
     win_gen = np.zeros(s, dtype=np.uint32)
     r2 = r_line * r_line
+    f_ = h.f
+    d_ = RING_DELTA
     for i in range(s):
         k = ring[i]
         f = frac[i]
@@ -468,19 +483,19 @@ def _players_kernel(
         best = math.inf
         best_n = -1
         best_col = 0
-        for n in range(h.x.shape[1]):
-            x0, y0, ddx, ddy = h.x[k, n], h.y[k, n], h.dx[k, n], h.dy[k, n]
+        for n in range(f_.shape[2]):
+            x0, y0, ddx, ddy = f_[k, RING_X, n], f_[k, RING_Y, n], f_[k, RING_X + d_, n], f_[k, RING_Y + d_, n]
             cross = c0 * x0 + c1 * y0 + c2 * ddx + c3 * ddy + c4
             if not cross * cross <= lim or n == shooter[i] or not h.hittable[k, n]:
                 continue
             st = h.stance[k, n]
             px = x0 + f * ddx
             py = y0 + f * ddy
-            pz = h.z[k, n] + f * h.dz[k, n]
+            pz = f_[k, RING_Z, n] + f * f_[k, RING_Z + d_, n]
             if not _meets_cylinder(px - ox, py - oy, pz - oz, dx, dy, dz, _BOUND_RADIUS[st] + margin,
                                    _BOUND_ZMIN[st] - margin, _BOUND_ZMAX[st] + margin, max_range[i]):
                 continue
-            yaw = h.yaw[k, n] + f * h.dyaw[k, n]
+            yaw = f_[k, RING_YAW, n] + f * f_[k, RING_YAW + d_, n]
             if yaw >= 180.0:
                 yaw = yaw - 360.0
             if yaw < -180.0:
@@ -497,12 +512,11 @@ def _players_kernel(
         win_slot[i] = n
         win_bone[i] = BONE_IDS[best_col]
         win_t[i] = best
-        win_pos[i, 0] = h.x[k, n] + f * h.dx[k, n]
-        win_pos[i, 1] = h.y[k, n] + f * h.dy[k, n]
-        win_pos[i, 2] = h.z[k, n] + f * h.dz[k, n]
-        vx = h.vx[k, n] + f * h.dvx[k, n]
-        vy = h.vy[k, n] + f * h.dvy[k, n]
-        vz = h.vz[k, n] + f * h.dvz[k, n]
+        for c in range(3):
+            win_pos[i, c] = f_[k, RING_X + c, n] + f * f_[k, RING_X + c + d_, n]
+        vx = f_[k, RING_VX, n] + f * f_[k, RING_VX + d_, n]
+        vy = f_[k, RING_VY, n] + f * f_[k, RING_VY + d_, n]
+        vz = f_[k, RING_VZ, n] + f * f_[k, RING_VZ + d_, n]
         win_speed[i] = math.sqrt((vx * vx + vy * vy) + vz * vz)  # np.sum's order over 3 values
         win_gen[i] = h.generation[k, n]
     bait_t = np.empty(s)
