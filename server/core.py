@@ -390,6 +390,8 @@ class ServerCore:
         self.tick_dt_s = config.tick_dt_s
         self.tick_stats = TickStats(self.tick_dt_s)
         self._baits: list[_Bait] = []
+        self._bait_cache: BaitTargets | None = None
+        """The baits as hit registration takes them, None until needed after a change."""
         self._next_bait_id = 200
         self._next_conn_sample_s = 0.0
         self._datagrams_this_tick = 0
@@ -614,7 +616,9 @@ class ServerCore:
         self.history.record(self.tick, now_s, self.world)
         if self.recorder is not None:
             self.recorder.write_tick(self.tick, now_s, [*self._tick_events, *detections])
-        self._baits = [b for b in self._baits if b.expires_s > now_s]
+        if any(b.expires_s <= now_s for b in self._baits):
+            self._baits = [b for b in self._baits if b.expires_s > now_s]
+            self._bait_cache = None
         t4 = clock()
         self.culler.refresh(self.tick, self.world, self._rtt_array())
         t5 = clock()
@@ -1063,17 +1067,19 @@ class ServerCore:
             if candidate not in used:
                 centre = (float(victim_pos[0]), float(victim_pos[1]), float(victim_pos[2] + self.config.bait.height_m))
                 self._baits.append(_Bait(candidate, shooter, centre, now_s + self.config.bait.duration_s))
+                self._bait_cache = None
                 self.counters["baits_placed"] += 1
                 return
 
     def _bait_targets(self) -> BaitTargets | None:
-        if not self._baits:
-            return None
-        return BaitTargets.spheres(
-            np.array([b.centre for b in self._baits]),
-            self.config.bait.radius_m,
-            np.array([b.shooter for b in self._baits]),
-        )
+        # Built once per change of the baits (placed or expired), not on every tick with a shot.
+        if self._bait_cache is None and self._baits:
+            self._bait_cache = BaitTargets.spheres(
+                np.array([b.centre for b in self._baits]),
+                self.config.bait.radius_m,
+                np.array([b.shooter for b in self._baits]),
+            )
+        return self._bait_cache
 
     # ---------------------------------------------------------- 3. detect
 
