@@ -5,14 +5,15 @@ ray's rewind time and tested against the ray in vectorised stages, each cheaper 
 next and each conservative (it only drops pairs the next stage would reject):
 
 1. line test, on all (shot, player) pairs: is the player's rewound horizontal position within
-   the widest body bound of the ray's horizontal line? Linear in the base record's rows, so it
-   is one small matrix product per record for all the shots rewound from it (no (S, N) gather);
+   the widest body bound of the ray's horizontal line? Five products per pair on the base
+   record's x, y and their deltas, before anything else is rewound;
 2. body bound, on the survivors: the full rewound state of the pair, then the exact ray vs the
    vertical cylinder enclosing every bone of the player's stance, clipped to [0, max range];
 3. bones, on the survivors: the ray in the body's local frame, each bone's bounding sphere,
    then the exact capsule test where the sphere is met; the nearest player entry per shot wins
    (ties: lowest slot).
 
+The three stages and the baits run in one compiled pass over the batch (``_players_kernel``).
 Walls are then queried once for the whole batch with ``geometry.first_wall_hit``, the ray cut at
 the candidate player's entry (or the weapon range on a miss): a wall found before the player
 blocks the shot. The shooter is never a candidate; dead or inactive players (in the record used)
