@@ -218,9 +218,7 @@ def main(argv: list[str]) -> dict[str, float | int | str]:
 
     # The stages alone: players (rewind + line/body/bone tests) and the wall query with the limits
     # register_shots gives it; los_clear on the origin -> hit point segments for comparison.
-    br = sc.history.bracket(np.minimum(batch.time_s, sc.now_s))
-    win = _nearest_players(batch, sc.history, br.ring, br.frac, cfg)
-    limit = np.where(win.slot >= 0, win.t, batch.max_range)
+    limit = _nearest_players(batch, sc.history, sc.now_s, cfg, None)[-1]
     geo = sc.geometry
     n_naive = min(args.naive_shots, n)
     sub = _subset(batch, 0, n_naive)
@@ -229,7 +227,7 @@ def main(argv: list[str]) -> dict[str, float | int | str]:
     best = _interleaved_best(
         {
             "batched": lambda: register_shots(batch, sc.history, geo, sc.now_s, cfg),
-            "players": lambda: _nearest_players(batch, sc.history, br.ring, br.frac, cfg),
+            "players": lambda: _nearest_players(batch, sc.history, sc.now_s, cfg, None),
             "walls": lambda: geo.first_wall_hit(batch.origin, batch.direction, limit),
             "los": lambda: geo.los_clear(batch.origin, hits.hit_point),
         },

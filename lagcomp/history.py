@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -93,6 +94,32 @@ class PairState:
     generation: np.ndarray
 
 
+RING_X, RING_Y, RING_Z, RING_VX, RING_VY, RING_VZ, RING_YAW, RING_PITCH = range(8)
+"""Rows of :attr:`RingView.f`: feet (m), velocity (m/s), yaw and pitch (deg) of each record."""
+RING_DELTA = 8
+"""Row offset of each value's delta towards the next record (zero across discontinuities and for
+the newest record): row ``RING_X + RING_DELTA`` is dx."""
+
+
+class RingView(NamedTuple):
+    """The ring buffer's storage as :meth:`TickHistory.ring_view` hands it out.
+
+    Attributes:
+        head: ring index the next record goes to. count: records kept (the oldest is at
+            ``(head - count) % C``).
+        time: (C,) record times (s). f: (C, 16, N) the float components by ``RING_*`` row.
+        stance: (C, N) int8. hittable: (C, N) alive and active. generation: (C, N) uint32.
+    """
+
+    head: int
+    count: int
+    time: np.ndarray
+    f: np.ndarray
+    stance: np.ndarray
+    hittable: np.ndarray
+    generation: np.ndarray
+
+
 @dataclass(frozen=True, slots=True)
 class HistoryRecord:
     """One stored tick, read-only views into the ring (valid until the ring slot is overwritten).
@@ -146,34 +173,19 @@ class TickHistory:
         self._head = 0  # ring index the next record goes to
         self._time = np.zeros(c, dtype=np.float64)
         self._tick = np.zeros(c, dtype=np.int64)
-        # One (C, N) array per component, so a (time, slot) gather reads one value per array.
-        # x, y, their deltas and a row of ones sit side by side in one (C, 5, N) block: the line
-        # test of hit registration evaluates a linear form of those rows for all the shots
-        # rewound from a record as one matrix product.
-        self._xyd = np.zeros((c, 5, n))
-        self._xyd[:, 4, :] = 1.0
-        self._x = self._xyd[:, 0, :]
-        self._y = self._xyd[:, 1, :]
-        self._z = np.zeros((c, n))
-        self._vx = np.zeros((c, n))
-        self._vy = np.zeros((c, n))
-        self._vz = np.zeros((c, n))
-        self._yaw = np.zeros((c, n))
-        self._pitch = np.zeros((c, n))
+        # Every float component and its delta are rows of one (C, 16, N) block (``RING_*``), each
+        # (C, N) row a view, so a (time, slot) gather reads one value per row and a compiled
+        # reader takes one array, not sixteen (each array argument costs a kernel call ~1 us
+        # on a tick's cold caches).
+        self._f = np.zeros((c, 2 * RING_DELTA, n))
+        (self._x, self._y, self._z, self._vx, self._vy, self._vz, self._yaw, self._pitch,
+         self._dx, self._dy, self._dz, self._dvx, self._dvy, self._dvz, self._dyaw, self._dpitch) = (
+            self._f[:, r, :] for r in range(2 * RING_DELTA))
         self._stance = np.zeros((c, n), dtype=np.int8)
         self._alive = np.zeros((c, n), dtype=bool)
         self._active = np.zeros((c, n), dtype=bool)
         self._hittable = np.zeros((c, n), dtype=bool)
         self._gen = np.zeros((c, n), dtype=np.uint32)
-        # Deltas towards the next record; zero across discontinuities and for the newest record.
-        self._dx = self._xyd[:, 2, :]
-        self._dy = self._xyd[:, 3, :]
-        self._dz = np.zeros((c, n))
-        self._dvx = np.zeros((c, n))
-        self._dvy = np.zeros((c, n))
-        self._dvz = np.zeros((c, n))
-        self._dyaw = np.zeros((c, n))
-        self._dpitch = np.zeros((c, n))
 
     # ------------------------------------------------------------------ introspection
     @property
@@ -276,8 +288,7 @@ class TickHistory:
         self._active[i] = state.active
         np.logical_and(state.alive, state.active, out=self._hittable[i])
         self._gen[i] = state.generation
-        for d in (self._dx, self._dy, self._dz, self._dvx, self._dvy, self._dvz, self._dyaw, self._dpitch):
-            d[i] = 0.0
+        self._f[i, RING_DELTA:] = 0.0
         if self._count:
             self._link(int(self._ring_of(self._count - 1)), i)
         self._head = (i + 1) % self._cap
@@ -317,12 +328,12 @@ class TickHistory:
         _bracket_kernel(t, self._time, self._head, self._count, self._cap, ring, frac, clamped)
         return Bracket(ring=ring, frac=frac, clamped=clamped)
 
-    def line_features(self) -> np.ndarray:
-        """(records, 5, N) rows x, y, dx, dy, 1 of every ring record (m), read-only: a player of
-        record k at fraction f is at x(f) = x + f dx, y(f) = y + f dy."""
-        v = self._xyd.view()
-        v.flags.writeable = False
-        return v
+    def ring_view(self) -> RingView:
+        """The ring itself, for compiled readers (hit registration rewinds inside its kernel):
+        read it, never write it; valid until the next :meth:`record` or :meth:`reset`. Raises
+        HistoryError when the history is empty."""
+        self._require_records()
+        return RingView(self._head, self._count, self._time, self._f, self._stance, self._hittable, self._gen)
 
     def pairs(self, ring: np.ndarray, frac: np.ndarray, slot: np.ndarray) -> PairState:
         """Rewound state of (time, slot) pairs; ``ring``, ``frac`` and ``slot`` broadcast together."""
@@ -370,9 +381,8 @@ class TickHistory:
         gen = np.empty(p, dtype=np.uint32)
         _pairs_kernel(
             np.ascontiguousarray(ring, dtype=np.intp), np.ascontiguousarray(frac, dtype=np.float64),
-            np.ascontiguousarray(slot, dtype=np.intp), self._x, self._y, self._z, self._dx, self._dy, self._dz,
-            self._vx, self._vy, self._vz, self._dvx, self._dvy, self._dvz, self._yaw, self._dyaw, self._pitch,
-            self._dpitch, self._stance, self._hittable, self._gen, pos, vel, yaw, pitch, stance, alive, gen,
+            np.ascontiguousarray(slot, dtype=np.intp), self._f, self._stance, self._hittable, self._gen,
+            pos, vel, yaw, pitch, stance, alive, gen,
         )
         return PairState(pos=pos, vel=vel, yaw=yaw, pitch=pitch, stance=stance, alive=alive, generation=gen)
 
@@ -437,32 +447,27 @@ def _bracket_kernel(
 @numba.njit(cache=True, nogil=True)
 def _pairs_kernel(
     ring: np.ndarray, frac: np.ndarray, slot: np.ndarray,
-    x: np.ndarray, y: np.ndarray, z: np.ndarray, dx: np.ndarray, dy: np.ndarray, dz: np.ndarray,
-    vx: np.ndarray, vy: np.ndarray, vz: np.ndarray, dvx: np.ndarray, dvy: np.ndarray, dvz: np.ndarray,
-    yaw: np.ndarray, dyaw: np.ndarray, pitch: np.ndarray, dpitch: np.ndarray,
-    stance: np.ndarray, hittable: np.ndarray, gen: np.ndarray,
+    f: np.ndarray, stance: np.ndarray, hittable: np.ndarray, gen: np.ndarray,
     pos_out: np.ndarray, vel_out: np.ndarray, yaw_out: np.ndarray, pitch_out: np.ndarray,
     stance_out: np.ndarray, alive_out: np.ndarray, gen_out: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
     """:meth:`TickHistory.pairs` of (P,) pairs: each value is base + frac * delta, rounded as numpy
     rounds it (no fast-math, so no fused multiply-add), and the yaw re-wrapped as ``_rewrap`` does."""
+    d = RING_DELTA
     for i in range(ring.shape[0]):
         r = ring[i]
         s = slot[i]
-        f = frac[i]
-        pos_out[i, 0] = x[r, s] + f * dx[r, s]
-        pos_out[i, 1] = y[r, s] + f * dy[r, s]
-        pos_out[i, 2] = z[r, s] + f * dz[r, s]
-        vel_out[i, 0] = vx[r, s] + f * dvx[r, s]
-        vel_out[i, 1] = vy[r, s] + f * dvy[r, s]
-        vel_out[i, 2] = vz[r, s] + f * dvz[r, s]
-        a = yaw[r, s] + f * dyaw[r, s]
+        fr = frac[i]
+        for c in range(3):
+            pos_out[i, c] = f[r, RING_X + c, s] + fr * f[r, RING_X + c + d, s]
+            vel_out[i, c] = f[r, RING_VX + c, s] + fr * f[r, RING_VX + c + d, s]
+        a = f[r, RING_YAW, s] + fr * f[r, RING_YAW + d, s]
         if a >= 180.0:
             a = a - 360.0
         if a < -180.0:
             a = a + 360.0
         yaw_out[i] = a
-        pitch_out[i] = pitch[r, s] + f * dpitch[r, s]
+        pitch_out[i] = f[r, RING_PITCH, s] + fr * f[r, RING_PITCH + d, s]
         stance_out[i] = stance[r, s]
         alive_out[i] = hittable[r, s]
         gen_out[i] = gen[r, s]
@@ -470,7 +475,7 @@ def _pairs_kernel(
 
 def _warm_kernels() -> None:
     """Compile (or load from numba's cache) the kernels at import, never inside a tick, with the
-    array layouts :class:`TickHistory` passes (x, y and their deltas are strided views)."""
+    array layouts :class:`TickHistory` passes."""
     h = TickHistory(HistoryConfig(), 1)
     h._count, h._head = 1, 1
     h.pairs(np.zeros(1, dtype=np.intp), np.zeros(1), np.zeros(1, dtype=np.intp))

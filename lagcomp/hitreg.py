@@ -5,14 +5,15 @@ ray's rewind time and tested against the ray in vectorised stages, each cheaper 
 next and each conservative (it only drops pairs the next stage would reject):
 
 1. line test, on all (shot, player) pairs: is the player's rewound horizontal position within
-   the widest body bound of the ray's horizontal line? Linear in the base record's rows, so it
-   is one small matrix product per record for all the shots rewound from it (no (S, N) gather);
+   the widest body bound of the ray's horizontal line? Five products per pair on the base
+   record's x, y and their deltas, before anything else is rewound;
 2. body bound, on the survivors: the full rewound state of the pair, then the exact ray vs the
    vertical cylinder enclosing every bone of the player's stance, clipped to [0, max range];
 3. bones, on the survivors: the ray in the body's local frame, each bone's bounding sphere,
    then the exact capsule test where the sphere is met; the nearest player entry per shot wins
    (ties: lowest slot).
 
+The three stages and the baits run in one compiled pass over the batch (``_players_kernel``).
 Walls are then queried once for the whole batch with ``geometry.first_wall_hit``, the ray cut at
 the candidate player's entry (or the weapon range on a miss): a wall found before the player
 blocks the shot. The shooter is never a candidate; dead or inactive players (in the record used)
@@ -30,14 +31,28 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numba
 import numpy as np
 
-from lagcomp.config import HitregConfig
-from lagcomp.history import TickHistory
+from lagcomp.config import HistoryConfig, HitregConfig
+from lagcomp.history import (
+    RING_DELTA,
+    RING_VX,
+    RING_VY,
+    RING_VZ,
+    RING_X,
+    RING_Y,
+    RING_YAW,
+    RING_Z,
+    HistoryError,
+    RingView,
+    TickHistory,
+    _bracket_kernel,
+)
 from lagcomp.shot import RewindDecision, ShotClaim, ShotResult
 from world.constants import CROUCHING_EYE_M, STANDING_EYE_M
 from world.hitbox import (
@@ -49,7 +64,7 @@ from world.hitbox import (
     LOCAL_B,
     RADIUS,
 )
-from world.state import WorldState
+from world.state import WorldLimits, WorldState
 from world.weapons import weapon as weapon_spec
 
 log = logging.getLogger(__name__)
@@ -120,12 +135,13 @@ class ShotBatch:
         if np.any(sh < 0):
             raise ShotError("shooter slots must be >= 0")
         try:
-            o = np.asarray(origin, dtype=np.float64).reshape(s, 3) if s else np.zeros((0, 3))
+            # A copy: the batch owns writeable arrays (a read-only one would be a new kernel specialisation).
+            o = np.array(origin, dtype=np.float64).reshape(s, 3) if s else np.zeros((0, 3))
             d = np.asarray(direction, dtype=np.float64).reshape(s, 3) if s else np.zeros((0, 3))
-            t = np.broadcast_to(np.asarray(time_s, dtype=np.float64), (s,)).copy()
-            rng = np.broadcast_to(np.asarray(max_range, dtype=np.float64), (s,)).copy()
-            w = np.broadcast_to(np.asarray(weapon, dtype=np.int16), (s,)).copy()
-            p = np.broadcast_to(np.asarray(pellet, dtype=np.int16), (s,)).copy()
+            t = _column(time_s, np.float64, s)
+            rng = _column(max_range, np.float64, s)
+            w = _column(weapon, np.int16, s)
+            p = _column(pellet, np.int16, s)
         except ValueError as exc:
             raise ShotError(f"shot arrays do not match {s} shooters: {exc}") from exc
         unit = np.empty((s, 3))
@@ -133,6 +149,14 @@ class ShotBatch:
         if failed:
             raise ShotError(_RAY_ERRORS[failed])
         return cls(shooter=sh, origin=o, direction=unit, time_s=t, max_range=rng, weapon=w, pellet=p)
+
+
+def _column(values: np.ndarray | list[float] | float, dtype: type, s: int) -> np.ndarray:
+    """(s,) array of ``dtype`` of its own: ``values`` copied, or broadcast when a scalar or shorter
+    (ValueError when they do not broadcast). np.broadcast_to costs ~5 us a call; a batch's
+    columns are usually whole already."""
+    a = np.array(values, dtype=dtype)
+    return a if a.shape == (s,) else np.broadcast_to(a, (s,)).copy()
 
 
 _RAY_ERRORS: dict[int, str] = {
@@ -198,12 +222,7 @@ class BaitTargets:
         """Bait spheres at (B,3) centres (m) with radius (m), visible to ``shooter`` (-1: all)."""
         c = np.asarray(centre, dtype=np.float64).reshape(-1, 3)
         n = c.shape[0]
-        return cls(
-            a=c,
-            b=c.copy(),
-            radius=np.broadcast_to(np.asarray(radius, dtype=np.float64), (n,)).copy(),
-            shooter=np.broadcast_to(np.asarray(shooter, dtype=np.intp), (n,)).copy(),
-        )
+        return cls(a=c, b=c.copy(), radius=_column(radius, np.float64, n), shooter=_column(shooter, np.intp, n))
 
 
 @dataclass(frozen=True, slots=True)
@@ -414,127 +433,145 @@ def _nearest_bone(
     return best, col
 
 
-@numba.njit(cache=True, nogil=True)
-def _narrow_kernel(
-    si: np.ndarray, ni: np.ndarray, shooter: np.ndarray, origin: np.ndarray, direction: np.ndarray,
-    max_range: np.ndarray, pos: np.ndarray, yaw_deg: np.ndarray, stance: np.ndarray, hittable: np.ndarray,
-    bound_radius: np.ndarray, bound_zmin: np.ndarray, bound_zmax: np.ndarray, margin: float,
-    midx: np.ndarray, midy: np.ndarray, midz: np.ndarray, sphere_r2: np.ndarray,
-    lax: np.ndarray, lay: np.ndarray, laz: np.ndarray, lbx: np.ndarray, lby: np.ndarray, lbz: np.ndarray,
-    radius: np.ndarray, best_t: np.ndarray, best_n: np.ndarray, best_col: np.ndarray, best_pair: np.ndarray,
-) -> None:  # pragma: no cover - compiled
-    """The narrow phase of ``_nearest_players`` over the line test's (shot si, slot ni) pairs, with
-    each pair's rewound body (pos, yaw, stance, hittable): never the shooter, only hittable
-    bodies, the bounding cylinder, then the bones within range; per shot the nearest entry wins,
-    equal distances going to the lowest slot. One pass instead of ~60 numpy calls of fixed
-    overhead for the few pairs of a typical shot tick."""
-    for p in range(si.shape[0]):
-        i = si[p]
-        n = ni[p]
-        if n == shooter[i] or not hittable[p]:
-            continue
-        ox, oy, oz = origin[i, 0], origin[i, 1], origin[i, 2]
-        dx, dy, dz = direction[i, 0], direction[i, 1], direction[i, 2]
-        st = stance[p]
-        px, py, pz = pos[p, 0], pos[p, 1], pos[p, 2]
-        if not _meets_cylinder(px - ox, py - oy, pz - oz, dx, dy, dz, bound_radius[st] + margin,
-                               bound_zmin[st] - margin, bound_zmax[st] + margin, max_range[i]):
-            continue
-        t, col = _nearest_bone(ox, oy, oz, dx, dy, dz, px, py, pz, yaw_deg[p], st,
-                               midx, midy, midz, sphere_r2, lax, lay, laz, lbx, lby, lbz, radius)
-        if not t <= max_range[i]:
-            continue
-        if t < best_t[i] or (t == best_t[i] and n < best_n[i]):
-            best_t[i] = t
-            best_n[i] = n
-            best_col[i] = col
-            best_pair[i] = p
-
 
 @numba.njit(cache=True, nogil=True)
-def _line_kernel(
-    order: np.ndarray, origin: np.ndarray, direction: np.ndarray, ring: np.ndarray, frac: np.ndarray,
-    features: np.ndarray, r_line: float, near: np.ndarray,
-) -> None:  # pragma: no cover - compiled
-    """near[r, n] for the shots ``order[r]``: see :func:`_line_candidates`."""
-    n_players = features.shape[2]
+def _players_kernel(
+    shooter: np.ndarray, origin: np.ndarray, direction: np.ndarray, time_s: np.ndarray, max_range: np.ndarray,
+    now_s: float, h: RingView, r_line: float, margin: float,
+    bait_a: np.ndarray, bait_b: np.ndarray, bait_radius: np.ndarray, bait_shooter: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+           np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """Per ray: the nearest player along it (walls not yet applied), the nearest bait, and how far
+    the walls must be searched. Returns (clamped, slot, bone, t, pos, speed, generation, bait_t,
+    bait_index, limit), one row per ray: the rewind was clamped; the winner's slot (-1: none),
+    bone id (0), entry distance (m, inf), rewound feet (m, NaN), speed (m/s, 0) and generation
+    (0); the nearest bait's distance (m, inf) and index (-1); the wall search limit (m).
+
+    The stages of the module docstring, for every ray in one pass: the rewind time is
+    ``min(time_s, now_s)`` (as ``np.minimum``) bracketed as ``TickHistory.bracket`` does; the
+    line test is ``cross(q, d)^2 <= r_line^2 |d_xy|^2`` with cross(q, d) = dy x - dx y + f dy dx_k
+    - f dx dy_k - (ox dy - oy dx), summed in that order; only the pairs passing it are rewound
+    (``TickHistory.pairs``' arithmetic) and go to the body bound and the bones. Slots are visited
+    in ascending order, so the strict ``<`` leaves equal distances to the lowest slot. One pass
+    instead of ~100 numpy calls of fixed overhead for the few rays of a tick; the line test was a
+    matrix product, whose BLAS threads cost ~0.2 ms to wake."""
+    s = shooter.shape[0]
+    t = np.empty(s)
+    for i in range(s):
+        t[i] = time_s[i] if (time_s[i] <= now_s or math.isnan(time_s[i])) else now_s
+    ring = np.empty(s, dtype=np.intp)
+    frac = np.empty(s)
+    clamped = np.empty(s, dtype=np.bool_)
+    _bracket_kernel(t, h.time, h.head, h.count, h.time.shape[0], ring, frac, clamped)
+    win_slot = np.full(s, -1, dtype=np.int32)
+    win_bone = np.zeros(s, dtype=np.int8)
+    win_t = np.full(s, math.inf)
+    win_pos = np.full((s, 3), math.nan)
+    win_speed = np.zeros(s)
+    win_gen = np.zeros(s, dtype=np.uint32)
     r2 = r_line * r_line
-    for r in range(order.shape[0]):
-        i = order[r]
+    f_ = h.f
+    d_ = RING_DELTA
+    for i in range(s):
         k = ring[i]
         f = frac[i]
-        dx = direction[i, 0]
-        dy = direction[i, 1]
+        ox, oy, oz = origin[i, 0], origin[i, 1], origin[i, 2]
+        dx, dy, dz = direction[i, 0], direction[i, 1], direction[i, 2]
         c0, c1, c2, c3 = dy, -dx, f * dy, -f * dx
-        c4 = origin[i, 1] * dx - origin[i, 0] * dy
+        # (The constant term multiplied the record's row of ones: exact, so left out.)
+        c4 = oy * dx - ox * dy
         lim = r2 * (dx * dx + dy * dy)
-        for n in range(n_players):
-            cross = (c0 * features[k, 0, n] + c1 * features[k, 1, n] + c2 * features[k, 2, n]
-                     + c3 * features[k, 3, n] + c4 * features[k, 4, n])
-            near[r, n] = cross * cross <= lim
+        best = math.inf
+        best_n = -1
+        best_col = 0
+        for n in range(f_.shape[2]):
+            x0, y0, ddx, ddy = f_[k, RING_X, n], f_[k, RING_Y, n], f_[k, RING_X + d_, n], f_[k, RING_Y + d_, n]
+            cross = c0 * x0 + c1 * y0 + c2 * ddx + c3 * ddy + c4
+            if not cross * cross <= lim or n == shooter[i] or not h.hittable[k, n]:
+                continue
+            st = h.stance[k, n]
+            px = x0 + f * ddx
+            py = y0 + f * ddy
+            pz = f_[k, RING_Z, n] + f * f_[k, RING_Z + d_, n]
+            if not _meets_cylinder(px - ox, py - oy, pz - oz, dx, dy, dz, _BOUND_RADIUS[st] + margin,
+                                   _BOUND_ZMIN[st] - margin, _BOUND_ZMAX[st] + margin, max_range[i]):
+                continue
+            yaw = f_[k, RING_YAW, n] + f * f_[k, RING_YAW + d_, n]
+            if yaw >= 180.0:
+                yaw = yaw - 360.0
+            if yaw < -180.0:
+                yaw = yaw + 360.0
+            tb, col = _nearest_bone(ox, oy, oz, dx, dy, dz, px, py, pz, yaw, st, _MIDX, _MIDY, _MIDZ, _SPHERE_R2,
+                                    _LAX, _LAY, _LAZ, _LBX, _LBY, _LBZ, _RADIUS)
+            if tb <= max_range[i] and tb < best:
+                best = tb
+                best_n = n
+                best_col = col
+        if best_n < 0:
+            continue
+        n = best_n
+        win_slot[i] = n
+        win_bone[i] = BONE_IDS[best_col]
+        win_t[i] = best
+        for c in range(3):
+            win_pos[i, c] = f_[k, RING_X + c, n] + f * f_[k, RING_X + c + d_, n]
+        vx = f_[k, RING_VX, n] + f * f_[k, RING_VX + d_, n]
+        vy = f_[k, RING_VY, n] + f * f_[k, RING_VY + d_, n]
+        vz = f_[k, RING_VZ, n] + f * f_[k, RING_VZ + d_, n]
+        win_speed[i] = math.sqrt((vx * vx + vy * vy) + vz * vz)  # np.sum's order over 3 values
+        win_gen[i] = h.generation[k, n]
+    bait_t = np.empty(s)
+    bait_idx = np.empty(s, dtype=np.int32)
+    _baits_kernel(origin, direction, shooter, max_range, bait_a, bait_b, bait_radius, bait_shooter, bait_t, bait_idx)
+    limit = np.empty(s)
+    for i in range(s):
+        lim_i = win_t[i] if win_slot[i] >= 0 else max_range[i]
+        # Look for walls as far as the bait too, so a bait behind the victim is judged by the walls.
+        if math.isfinite(bait_t[i]) and not (lim_i >= bait_t[i] or math.isnan(lim_i)):
+            lim_i = bait_t[i]
+        limit[i] = lim_i
+    return clamped, win_slot, win_bone, win_t, win_pos, win_speed, win_gen, bait_t, bait_idx, limit
 
 
-def _line_candidates(
-    batch: ShotBatch, history: TickHistory, ring: np.ndarray, frac: np.ndarray, config: HitregConfig
-) -> tuple[np.ndarray, np.ndarray]:
-    """(shot, slot) pairs whose rewound horizontal position lies within the widest body bound of
-    the shot's horizontal line (both directions, any range): the only (S, N) work.
-
-    With the shot's base record k and fraction f, the player is at (x + f dx, y + f dy) and
-    cross(q, d) = dy x - dx y + f dy dx_k - f dx dy_k - (ox dy - oy dx) is linear in the record's
-    rows (x, y, dx, dy, 1): five products per pair in one compiled pass. (It was a matrix product
-    per record, which went through BLAS: waking OpenBLAS's threads cost more than the product,
-    about 0.2 ms on every tick with a shot.) Rounding differs from the product's in the last
-    bits at most, which the bound's ``broad_margin_m`` covers. Pairs come out shot by shot in
-    base-record order, slots ascending.
-    """
-    order = np.argsort(ring, kind="stable")
-    near = np.empty((order.size, history.max_players), dtype=bool)
-    _line_kernel(order, np.ascontiguousarray(batch.origin), np.ascontiguousarray(batch.direction), ring, frac,
-                 history.line_features(), _BOUND_R_MAX + config.broad_margin_m, near)
-    # One flat search over the whole mask: 2.5x faster than a 2-D nonzero per block.
-    row, slot = np.divmod(np.flatnonzero(near), near.shape[1])
-    return order[row], slot
-
-
-def _nearest_players(
-    batch: ShotBatch, history: TickHistory, ring: np.ndarray, frac: np.ndarray, config: HitregConfig
-) -> _Winners:
-    s_total = len(batch)
-    best_t = np.full(s_total, np.inf)
-    best_n = np.full(s_total, -1, dtype=np.int32)
-    best_bone = np.zeros(s_total, dtype=np.int8)
-    best_pos = np.full((s_total, 3), np.nan)
-    best_speed = np.zeros(s_total)
-    best_gen = np.zeros(s_total, dtype=np.uint32)
-    # The best_* arrays are filled in place below; early returns hand them back all-miss.
-    result = _Winners(t=best_t, slot=best_n, bone=best_bone, pos=best_pos, speed=best_speed, generation=best_gen)
-
-    si, ni = _line_candidates(batch, history, ring, frac, config)
-    if si.size == 0:
-        return result
-    st = history.pairs(ring[si], frac[si], ni)
-    best_col = np.zeros(s_total, dtype=np.intp)
-    best_pair = np.zeros(s_total, dtype=np.intp)
-    f64 = np.float64
-    _narrow_kernel(
-        si.astype(np.intp), ni.astype(np.intp), np.ascontiguousarray(batch.shooter, dtype=np.intp),
-        np.ascontiguousarray(batch.origin, dtype=f64), np.ascontiguousarray(batch.direction, dtype=f64),
-        np.ascontiguousarray(batch.max_range, dtype=f64), st.pos, st.yaw, st.stance.astype(np.intp), st.alive,
-        _BOUND_RADIUS, _BOUND_ZMIN, _BOUND_ZMAX, float(config.broad_margin_m),
-        _MIDX, _MIDY, _MIDZ, _SPHERE_R2, _LAX, _LAY, _LAZ, _LBX, _LBY, _LBZ, _RADIUS,
-        best_t, best_n, best_col, best_pair,
-    )
-    won = np.flatnonzero(best_n >= 0)
-    if won.size == 0:
-        return result
-    src = best_pair[won]
-    best_bone[won] = BONE_IDS[best_col[won]]
-    best_pos[won] = st.pos[src]
-    v = st.vel[src]
-    best_speed[won] = np.sqrt(np.sum(v * v, axis=1))
-    best_gen[won] = st.generation[src]
-    return result
+@numba.njit(cache=True, nogil=True)
+def _outcome_kernel(
+    origin: np.ndarray, direction: np.ndarray, max_range: np.ndarray, wall_t: np.ndarray,
+    slot: np.ndarray, bone: np.ndarray, t: np.ndarray, pos: np.ndarray, speed: np.ndarray, generation: np.ndarray,
+    bait_t: np.ndarray, bait_index: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """Apply the walls to ``_players_kernel``'s rows: the winner's slot, bone, pos, speed,
+    generation and the bait index are overwritten in place with HitBatch's victim, bone,
+    victim_pos, victim_speed, victim_generation and bait_index; returns (distance, hit_point,
+    blocked_by_wall, occluded_victim, bait_hit). The element-wise rules register_shots applied
+    with numpy, in the same operations (hit_point = origin + distance * direction)."""
+    s = slot.shape[0]
+    distance = np.empty(s)
+    hit_point = np.empty((s, 3))
+    blocked = np.empty(s, dtype=np.bool_)
+    occluded = np.full(s, -1, dtype=np.int32)
+    bait_hit = np.empty(s, dtype=np.bool_)
+    for i in range(s):
+        w = wall_t[i]
+        has_player = slot[i] >= 0
+        wall_first = w < (t[i] if has_player else math.inf)
+        blocked[i] = wall_first if has_player else (math.isfinite(w) and w <= max_range[i])
+        if has_player and not wall_first:
+            distance[i] = t[i]
+        else:
+            if has_player:
+                occluded[i] = slot[i]
+            slot[i] = -1
+            bone[i] = 0
+            pos[i, 0] = pos[i, 1] = pos[i, 2] = math.nan
+            speed[i] = 0.0
+            generation[i] = 0
+            distance[i] = w if blocked[i] else max_range[i]
+        for c in range(3):
+            hit_point[i, c] = origin[i, c] + distance[i] * direction[i, c]
+        bait_hit[i] = math.isfinite(bait_t[i]) and bait_t[i] < w
+        if not bait_hit[i]:
+            bait_index[i] = -1
+    return distance, hit_point, blocked, occluded, bait_hit
 
 
 @numba.njit(cache=True, nogil=True)
@@ -558,41 +595,44 @@ def _baits_kernel(
         best_out[i] = best
         idx_out[i] = col if math.isfinite(best) else -1
 
+_NO_BAITS = BaitTargets(a=np.zeros((0, 3)), b=np.zeros((0, 3)), radius=np.zeros(0), shooter=np.zeros(0, dtype=np.intp))
 
-def _nearest_baits(batch: ShotBatch, baits: BaitTargets) -> tuple[np.ndarray, np.ndarray]:
-    """(S,) distance (m) to the nearest visible bait within range (inf: none) and its index (-1).
-    Compiled: a few rays against a few baits, where numpy's fixed cost per call dominated."""
-    s = len(batch)
-    nb = baits.a.shape[0]
-    if s == 0 or nb == 0:
-        return np.full(s, np.inf), np.full(s, -1, dtype=np.int32)
-    best = np.empty(s)
-    idx = np.empty(s, dtype=np.int32)
+
+def _warm_kernels() -> None:
+    """Compile (or load from numba's cache) the kernels at import, never inside a tick, with the
+    argument types register_shots passes (a TickHistory's ring, ShotBatch's and BaitTargets' dtypes)."""
+    history = TickHistory(HistoryConfig(), 1)
+    history.record(0, 0.0, WorldState(WorldLimits(max_players=1)))
+    batch = ShotBatch.build([0], [[0.0, 0.0, 1.0]], [[1.0, 0.0, 0.0]], 0.0, 1.0)
+    register_shots(batch, history, _NoWalls(), 0.0)
+    register_shots(batch, history, _NoWalls(), 0.0, baits=BaitTargets.spheres([[1.0, 0.0, 1.0]], 0.1, 0))
+
+
+class _NoWalls:
+    """A map without walls (the warm-up's)."""
+
+    def first_wall_hit(self, origin: np.ndarray, direction: np.ndarray, max_dist: np.ndarray | float) -> np.ndarray:
+        return np.full(np.shape(origin)[0], np.inf)
+
+
+def _nearest_players(
+    batch: ShotBatch, history: TickHistory, now_s: float, config: HitregConfig, baits: BaitTargets | None
+) -> tuple[np.ndarray, ...]:
+    """``_players_kernel``'s rows for a non-empty batch: everything but the walls."""
+    view = history.ring_view()
+    now = float(now_s)
+    if not now > -math.inf:  # NaN or -inf: no rewind time would be finite
+        raise HistoryError("rewind times must be finite")
+    b = _NO_BAITS if baits is None else baits
     f64 = np.float64
-    _baits_kernel(
-        np.ascontiguousarray(batch.origin, dtype=f64), np.ascontiguousarray(batch.direction, dtype=f64),
-        np.ascontiguousarray(batch.shooter, dtype=np.intp), np.ascontiguousarray(batch.max_range, dtype=f64),
-        np.ascontiguousarray(baits.a, dtype=f64), np.ascontiguousarray(baits.b, dtype=f64),
-        np.ascontiguousarray(baits.radius, dtype=f64), np.ascontiguousarray(baits.shooter, dtype=np.intp),
-        best, idx,
+    return _players_kernel(
+        np.ascontiguousarray(batch.shooter, dtype=np.intp), np.ascontiguousarray(batch.origin, dtype=f64),
+        np.ascontiguousarray(batch.direction, dtype=f64), np.ascontiguousarray(batch.time_s, dtype=f64),
+        np.ascontiguousarray(batch.max_range, dtype=f64), now, view,
+        _BOUND_R_MAX + config.broad_margin_m, float(config.broad_margin_m),
+        np.ascontiguousarray(b.a, dtype=f64), np.ascontiguousarray(b.b, dtype=f64),
+        np.ascontiguousarray(b.radius, dtype=f64), np.ascontiguousarray(b.shooter, dtype=np.intp),
     )
-    return best, idx
-
-
-# Compile (or load from numba's cache) the kernels at import, never inside a tick.
-_check_rays(np.zeros((1, 3)), np.ones((1, 3)), np.zeros(1), np.ones(1), np.empty((1, 3)))
-_features = np.ones((1, 5, 1))
-_features.flags.writeable = False  # as TickHistory.line_features gives them: its own specialisation
-_line_kernel(np.zeros(1, dtype=np.intp), np.zeros((1, 3)), np.array([[1.0, 0.0, 0.0]]), np.zeros(1, dtype=np.intp),
-             np.zeros(1), _features, 1.0, np.empty((1, 1), dtype=bool))
-_baits_kernel(np.zeros((1, 3)), np.array([[1.0, 0.0, 0.0]]), np.zeros(1, dtype=np.intp), np.ones(1),
-              np.ones((1, 3)), np.ones((1, 3)), np.ones(1), np.full(1, -1, dtype=np.intp),
-              np.empty(1), np.empty(1, dtype=np.int32))
-_narrow_kernel(np.zeros(1, dtype=np.intp), np.ones(1, dtype=np.intp), np.zeros(1, dtype=np.intp), np.zeros((1, 3)),
-               np.array([[1.0, 0.0, 0.0]]), np.ones(1), np.ones((1, 3)), np.zeros(1), np.zeros(1, dtype=np.intp),
-               np.ones(1, dtype=np.bool_), _BOUND_RADIUS, _BOUND_ZMIN, _BOUND_ZMAX, 0.01, _MIDX, _MIDY, _MIDZ,
-               _SPHERE_R2, _LAX, _LAY, _LAZ, _LBX, _LBY, _LBZ, _RADIUS, np.full(1, np.inf), np.full(1, -1, dtype=np.int32),
-               np.zeros(1, dtype=np.intp), np.zeros(1, dtype=np.intp))
 
 
 def register_shots(
@@ -616,8 +656,8 @@ def register_shots(
         a :class:`HitBatch` with one row per ray, in batch order.
     """
     cfg = config or HitregConfig()
-    s = len(batch)
-    if s == 0:
+    f64 = np.float64
+    if len(batch) == 0:
         none = np.zeros(0, dtype=np.int32)
         return HitBatch(
             victim=none, bone=np.zeros(0, dtype=np.int8), distance=np.zeros(0), hit_point=np.zeros((0, 3)),
@@ -625,40 +665,23 @@ def register_shots(
             victim_speed=np.zeros(0), victim_generation=np.zeros(0, dtype=np.uint32),
             clamped=np.zeros(0, dtype=bool), bait_hit=np.zeros(0, dtype=bool), bait_index=none,
         )
-    br = history.bracket(np.minimum(batch.time_s, float(now_s)))
-    win = _nearest_players(batch, history, br.ring, br.frac, cfg)
-    has_player = win.slot >= 0
-    limit = np.where(has_player, win.t, batch.max_range)
-    if baits is not None:
-        bait_t, bait_idx = _nearest_baits(batch, baits)
-        # Look for walls as far as the bait too, so a bait behind the victim is judged by the walls.
-        limit = np.where(np.isfinite(bait_t), np.maximum(limit, bait_t), limit)
-    else:
-        bait_t, bait_idx = np.full(s, np.inf), np.full(s, -1, dtype=np.int32)
-    wall_t = geometry.first_wall_hit(batch.origin, batch.direction, limit)
-
-    wall_first = wall_t < np.where(has_player, win.t, np.inf)
-    wall_in_range = np.isfinite(wall_t) & (wall_t <= batch.max_range)
-    blocked = np.where(has_player, wall_first, wall_in_range)
-    victim = np.where(has_player & ~wall_first, win.slot, -1).astype(np.int32)
-    occluded = np.where(has_player & wall_first, win.slot, -1).astype(np.int32)
-    hit = victim >= 0
-    distance = np.where(hit, win.t, np.where(blocked, wall_t, batch.max_range))
-    bait_hit = np.isfinite(bait_t) & (bait_t < wall_t)
-    return HitBatch(
-        victim=victim,
-        bone=np.where(hit, win.bone, 0).astype(np.int8),
-        distance=distance,
-        hit_point=batch.origin + distance[:, None] * batch.direction,
-        blocked_by_wall=blocked,
-        occluded_victim=occluded,
-        victim_pos=np.where(hit[:, None], win.pos, np.nan),
-        victim_speed=np.where(hit, win.speed, 0.0),
-        victim_generation=np.where(hit, win.generation, 0).astype(np.uint32),
-        clamped=br.clamped.copy(),
-        bait_hit=bait_hit,
-        bait_index=np.where(bait_hit, bait_idx, -1).astype(np.int32),
+    origin, direction = np.ascontiguousarray(batch.origin, dtype=f64), np.ascontiguousarray(batch.direction, dtype=f64)
+    max_range = np.ascontiguousarray(batch.max_range, dtype=f64)
+    clamped, victim, bone, t, victim_pos, speed, generation, bait_t, bait_index, limit = _nearest_players(
+        batch, history, now_s, cfg, baits)
+    wall_t = np.ascontiguousarray(geometry.first_wall_hit(batch.origin, batch.direction, limit), dtype=f64)
+    distance, hit_point, blocked, occluded, bait_hit = _outcome_kernel(
+        origin, direction, max_range, wall_t, victim, bone, t, victim_pos, speed, generation,
+        bait_t, bait_index,
     )
+    return HitBatch(
+        victim=victim, bone=bone, distance=distance, hit_point=hit_point, blocked_by_wall=blocked,
+        occluded_victim=occluded, victim_pos=victim_pos, victim_speed=speed, victim_generation=generation,
+        clamped=clamped, bait_hit=bait_hit, bait_index=bait_index,
+    )
+
+
+_warm_kernels()
 
 
 def hit_damage(batch: ShotBatch, hits: HitBatch) -> np.ndarray:
@@ -717,6 +740,45 @@ def to_shot_result(
     )
 
 
+def to_shot_results(
+    batch: ShotBatch,
+    hits: HitBatch,
+    *,
+    claims: Sequence[ShotClaim],
+    tick: int,
+    time_s: float,
+    decisions: Sequence[RewindDecision],
+    damage: Sequence[float],
+    first_contact: Sequence[bool | None],
+    claimed_victim_pos: Sequence[tuple[float, float, float] | None],
+) -> list[ShotResult]:
+    """The :class:`ShotResult` of each of the first ``len(claims)`` rays (the rest, such as probe
+    rays, get none): :func:`to_shot_result` row by row, field for field, with every array turned
+    into Python values once instead of indexed element by element. ``damage`` (hit points) counts
+    only where the ray hit a victim; the other sequences are per ray like ``claims``."""
+    n = len(claims)
+    victim = hits.victim[:n].tolist()
+    shooter, weapon, pellet = batch.shooter[:n].tolist(), batch.weapon[:n].tolist(), batch.pellet[:n].tolist()
+    origin, direction, hit_point = batch.origin[:n].tolist(), batch.direction[:n].tolist(), hits.hit_point[:n].tolist()
+    victim_pos = hits.victim_pos[:n].tolist()
+    return [
+        ShotResult(
+            shooter=shooter[i], tick=int(tick), time_s=float(time_s), weapon=weapon[i], pellet=pellet[i],
+            origin=tuple(origin[i]), direction=tuple(direction[i]), rewind_time_s=rewind_time,
+            rewind_decision=decisions[i], rewind_clamped=clamped, victim=victim[i] if victim[i] >= 0 else None,
+            victim_generation=generation, bone=bone, hit_point=tuple(hit_point[i]), distance_m=distance,
+            blocked_by_wall=blocked, victim_pos=tuple(victim_pos[i]) if victim[i] >= 0 else None,
+            victim_speed_m_s=speed, damage=float(damage[i]) if victim[i] >= 0 else 0.0, claim=claims[i],
+            bait_hit=bait_hit, first_contact=first_contact[i], claimed_victim_pos=claimed_victim_pos[i],
+        )
+        for i, rewind_time, clamped, generation, bone, distance, blocked, speed, bait_hit in zip(
+            range(n), batch.time_s[:n].tolist(), hits.clamped[:n].tolist(), hits.victim_generation[:n].tolist(),
+            hits.bone[:n].tolist(), hits.distance[:n].tolist(), hits.blocked_by_wall[:n].tolist(),
+            hits.victim_speed[:n].tolist(), hits.bait_hit[:n].tolist(), strict=True,
+        )
+    ]
+
+
 __all__ = [
     "BaitTargets",
     "HitBatch",
@@ -728,4 +790,5 @@ __all__ = [
     "register_shots",
     "shots_from_state",
     "to_shot_result",
+    "to_shot_results",
 ]

@@ -30,8 +30,8 @@ import numpy as np
 from anticheat.events import AimSample, ConnectionSample, Detection, KillEvent, SessionEvent, SpawnEvent
 from anticheat.pipeline import DetectionPipeline
 from lagcomp.history import TickHistory
-from lagcomp.hitreg import BaitTargets, ShotBatch, eye_positions, register_shots, to_shot_result
-from lagcomp.rewind_policy import decision_of, rewind_times
+from lagcomp.hitreg import BaitTargets, ShotBatch, eye_positions, register_shots, to_shot_results
+from lagcomp.rewind_policy import DECISIONS, rewind_times
 from lagcomp.shot import ShotClaim
 from physics.buttons import Buttons
 from physics.movement import MoveCommands, simulate_sequence
@@ -65,6 +65,8 @@ _EYE_M = np.array([STANDING_EYE_M, CROUCHING_EYE_M])
 _RELOAD = int(Buttons.RELOAD)
 """An int, not the flag: ``int & IntFlag`` goes through the enum's Python operator."""
 _EMPTY_HAND_SPEED_M_S = 6.0
+_MAX_RANGE_M = {int(w): spec.max_range_m for w, spec in WEAPONS.items()}
+"""Weapon range (m) by plain int id: constructing the WeaponId enum per ray cost more than the lookup."""
 
 
 def _move_speeds() -> np.ndarray:
@@ -324,10 +326,13 @@ class _Round:
     samples (the claims are validated after the tick's last round)."""
 
 
-def _crosshair(yaw_deg: float, pitch_deg: float, punch_pitch_deg: float, punch_yaw_deg: float) -> np.ndarray:
-    """Unit direction of the spread-free crosshair: view plus punch, as physics.shot_directions aims."""
-    return np.asarray(view_direction(yaw_deg - punch_yaw_deg, min(90.0, max(-90.0, pitch_deg + punch_pitch_deg))),
-                      dtype=np.float64)
+def _crosshairs(aims: list[tuple[float, float, float, float]]) -> np.ndarray:
+    """(M, 3) unit directions of the spread-free crosshairs of (yaw, pitch, punch pitch, punch yaw)
+    aims (deg): view plus punch, as physics.shot_directions aims. One view_direction call for
+    them all (numpy's trigonometry gives each element the same bits whatever the array)."""
+    yaw = [y - punch_yaw for y, _, _, punch_yaw in aims]
+    pitch = [min(90.0, max(-90.0, p + punch_pitch)) for _, p, punch_pitch, _ in aims]
+    return np.asarray(view_direction(np.array(yaw), np.array(pitch)), dtype=np.float64)
 
 
 class ServerCore:
@@ -385,6 +390,8 @@ class ServerCore:
         self.tick_dt_s = config.tick_dt_s
         self.tick_stats = TickStats(self.tick_dt_s)
         self._baits: list[_Bait] = []
+        self._bait_cache: BaitTargets | None = None
+        """The baits as hit registration takes them, None until needed after a change."""
         self._next_bait_id = 200
         self._next_conn_sample_s = 0.0
         self._datagrams_this_tick = 0
@@ -609,7 +616,9 @@ class ServerCore:
         self.history.record(self.tick, now_s, self.world)
         if self.recorder is not None:
             self.recorder.write_tick(self.tick, now_s, [*self._tick_events, *detections])
-        self._baits = [b for b in self._baits if b.expires_s > now_s]
+        if any(b.expires_s <= now_s for b in self._baits):
+            self._baits = [b for b in self._baits if b.expires_s > now_s]
+            self._bait_cache = None
         t4 = clock()
         self.culler.refresh(self.tick, self.world, self._rtt_array())
         t5 = clock()
@@ -921,66 +930,84 @@ class ServerCore:
     def _resolve_shots(self, pending: list[_PendingShot], now_s: float) -> None:
         if not pending:
             return
+        # Columns as Python lists, turned into arrays once: a tick has a few rays, and numpy's
+        # fixed cost per call, not the arithmetic, was most of this phase.
         rows = [(p, k) for p in pending for k in range(p.directions.shape[0])]
-        shooter = np.array([p.session.slot for p, _ in rows], dtype=np.intp)
-        latency = np.array([self._latency_s(p.session.slot) for p, _ in rows])
-        claimed_time = np.array([p.shot.view_time_s for p, _ in rows])
-        times, codes = rewind_times(now_s, latency, claimed_time, self.config.rewind)
-        weapon_ids = np.array([p.shot.weapon for p, _ in rows], dtype=np.int16)
-        origin = np.array([p.origin for p, _ in rows])
-        direction = np.array([p.directions[k] for p, k in rows])
+        n_rows = len(rows)
+        shooter = [p.session.slot for p, _ in rows]
+        times, codes = rewind_times(now_s, np.array([self._latency_s(s) for s in shooter]),
+                                    np.array([p.shot.view_time_s for p, _ in rows]), self.config.rewind)
+        time_list = times.tolist()
+        weapon_ids = [p.shot.weapon for p, _ in rows]
+        origin = [p.origin for p, _ in rows]
+        direction = [p.directions for p in pending]
         # Probe rays ride in the same batch and never deal damage: the spread-free crosshair of
         # the shot, and that of the previous command one command earlier (first contact).
         probed = [row for row, (p, k) in enumerate(rows) if k == 0 and p.prev_aim is not None]
         n_probed = len(probed)
         if probed:
             pend = [rows[r][0] for r in probed]
-            back = times[probed] - np.array([p.cmd_dt_s for p in pend])
-            shooter = np.concatenate([shooter, shooter[probed], shooter[probed]])
-            origin = np.concatenate([origin, origin[probed], origin[probed]])
-            direction = np.concatenate([direction, np.array([_crosshair(*p.view, *p.punch) for p in pend]),
-                                        np.array([_crosshair(*p.prev_aim) for p in pend])])
-            times = np.concatenate([times, times[probed], np.maximum(0.0, back)])
-            weapon_ids = np.concatenate([weapon_ids, weapon_ids[probed], weapon_ids[probed]])
+            shooter += [shooter[r] for r in probed] * 2
+            origin += [origin[r] for r in probed] * 2
+            direction.append(_crosshairs([(*p.view, *p.punch) for p in pend] + [p.prev_aim for p in pend]))
+            # (max(0, t), not np.maximum: the two differ only on a -0.0 back time, which never occurs.)
+            time_list += [time_list[r] for r in probed] + [max(0.0, time_list[r] - p.cmd_dt_s) for r, p in zip(probed, pend)]
+            weapon_ids += [weapon_ids[r] for r in probed] * 2
         batch = ShotBatch.build(
             shooter=shooter,
             origin=origin,
-            direction=direction,
-            time_s=times,
-            max_range=np.array([WEAPONS[WeaponId(int(w))].max_range_m for w in weapon_ids]),
+            direction=np.concatenate(direction),
+            time_s=time_list,
+            max_range=[_MAX_RANGE_M[w] for w in weapon_ids],
             weapon=weapon_ids,
-            pellet=np.array([k for _, k in rows] + [0] * (2 * n_probed), dtype=np.int16),
+            pellet=[k for _, k in rows] + [0] * (2 * n_probed),
         )
         hits = register_shots(batch, self.history, self.geometry, now_s, self.config.hitreg, baits=self._bait_targets())
-        claimed_pos = self._claimed_victims(rows, times)
-        first_contact: dict[int, bool] = {}
+        victims = hits.victim.tolist()
+        first_contact: list[bool | None] = [None] * n_rows
         for j, row in enumerate(probed):
-            now_on = int(hits.victim[len(rows) + j])
+            now_on = victims[n_rows + j]
             if now_on >= 0:
-                first_contact[row] = int(hits.victim[len(rows) + n_probed + j]) != now_on
-        damage = np.zeros(len(weapon_ids))
-        has_victim = hits.victim >= 0
-        for w_id in np.unique(weapon_ids[has_victim]):
-            sel = has_victim & (weapon_ids == w_id)
-            damage[sel] = WEAPONS[WeaponId(int(w_id))].damage_at(hits.bone[sel], hits.distance[sel])
+                first_contact[row] = victims[n_rows + n_probed + j] != now_on
+        damage = [0.0] * n_rows
+        hit_weapons = {weapon_ids[r] for r in range(len(victims)) if victims[r] >= 0}
+        if hit_weapons:
+            has_victim = hits.victim >= 0
+            for w_id in sorted(hit_weapons):
+                sel = has_victim & (batch.weapon == w_id)
+                dealt = WEAPONS[WeaponId(w_id)].damage_at(hits.bone[sel], hits.distance[sel]).tolist()
+                for r, d in zip(np.flatnonzero(sel).tolist(), dealt, strict=True):
+                    if r < n_rows:
+                        damage[r] = d
+        # Damage and health row by row, in order (a pellet can kill a victim the next pellets then
+        # cannot damage); the kills' events and side effects follow their row's result below.
         w = self.world
+        kills: dict[int, int] = {}
         for row, (p, k) in enumerate(rows):
-            victim = int(hits.victim[row])
-            dealt = float(damage[row]) if victim >= 0 and w.alive[victim] else 0.0
-            claim = self._claim(p)
-            result = to_shot_result(
-                batch, hits, row, claim=claim, tick=self.tick, time_s=now_s,
-                decision=decision_of(int(codes[row])), damage=dealt, first_contact=first_contact.get(row),
-                claimed_victim_pos=claimed_pos.get(row),
-            )
-            self._tick_events.append(result)
-            if victim < 0 or dealt <= 0.0:
+            victim = victims[row]
+            if victim < 0 or victim in kills.values() or not w.alive[victim]:
+                damage[row] = 0.0
                 continue
-            if k == 0 or not any(int(hits.victim[r]) == victim for r in range(row - k, row)):
+            dealt = damage[row]
+            if dealt <= 0.0:
+                continue
+            if k == 0 or victim not in victims[row - k : row]:
                 p.session.hits += 1
             w.health[victim] = max(0.0, float(w.health[victim]) - dealt)
             if w.health[victim] <= 0.0:
-                self._kill(p.session, victim, int(p.shot.weapon), int(hits.bone[row]), float(hits.distance[row]), now_s)
+                kills[row] = victim
+        claims = {id(p): self._claim(p) for p in pending}
+        claimed_pos = self._claimed_victims(rows, times)
+        results = to_shot_results(
+            batch, hits, claims=[claims[id(p)] for p, _ in rows], tick=self.tick, time_s=now_s,
+            decisions=[DECISIONS[c] for c in codes.tolist()], damage=damage, first_contact=first_contact,
+            claimed_victim_pos=[claimed_pos.get(row) for row in range(n_rows)],
+        )
+        for row, result in enumerate(results):
+            self._tick_events.append(result)
+            if row in kills:
+                p = rows[row][0]
+                self._kill(p.session, kills[row], int(p.shot.weapon), result.bone, result.distance_m, now_s)
 
     def _claimed_victims(self, rows: list[tuple[_PendingShot, int]], times: np.ndarray) -> dict[int, tuple[float, float, float]]:
         """Rewound feet of each claimed victim (pellet 0 rows whose claims name a victim and a hit
@@ -1040,17 +1067,19 @@ class ServerCore:
             if candidate not in used:
                 centre = (float(victim_pos[0]), float(victim_pos[1]), float(victim_pos[2] + self.config.bait.height_m))
                 self._baits.append(_Bait(candidate, shooter, centre, now_s + self.config.bait.duration_s))
+                self._bait_cache = None
                 self.counters["baits_placed"] += 1
                 return
 
     def _bait_targets(self) -> BaitTargets | None:
-        if not self._baits:
-            return None
-        return BaitTargets.spheres(
-            np.array([b.centre for b in self._baits]),
-            self.config.bait.radius_m,
-            np.array([b.shooter for b in self._baits]),
-        )
+        # Built once per change of the baits (placed or expired), not on every tick with a shot.
+        if self._bait_cache is None and self._baits:
+            self._bait_cache = BaitTargets.spheres(
+                np.array([b.centre for b in self._baits]),
+                self.config.bait.radius_m,
+                np.array([b.shooter for b in self._baits]),
+            )
+        return self._bait_cache
 
     # ---------------------------------------------------------- 3. detect
 

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from physics.config import WeaponConfig
 from physics.evidence import FireKind
 from physics.weapon_state import TABLE, WeaponState, current_spread_deg, shot_directions
+from world.constants import STANCE_CROUCHING
 from world.state import WorldState, view_direction
 from world.weapons import WEAPONS, WeaponId
 
@@ -354,3 +355,14 @@ def test_current_spread() -> None:
         ]
     )
     assert TABLE.fire_interval_s.flags.writeable is False
+
+
+def test_spread_of_one_player_is_the_array_formula_bit_for_bit() -> None:
+    rng = np.random.default_rng(5)
+    for w in range(1, TABLE.size):
+        for speed in [0.0, -0.0, 1e-300, float(TABLE.move_speed_m_s[w]), 100.0, *rng.uniform(0.0, 12.0, 50).tolist()]:
+            for on_ground in (True, False):
+                for stance in (0, STANCE_CROUCHING):
+                    one = current_spread_deg(w, speed, on_ground, stance)
+                    arr = current_spread_deg(np.array([w]), np.array([speed]), np.array([on_ground]), np.array([stance]))
+                    assert type(one) is np.float64 and one.tobytes() == arr[0].tobytes()

@@ -416,10 +416,13 @@ class MapGeometry:
         if not norm.all():
             raise ValueError(f"direction has zero length (first bad row {int(np.flatnonzero(norm == 0.0)[0])})")
         d = d / norm[:, np.newaxis]
-        md = np.broadcast_to(np.asarray(max_dist, dtype=np.float64), (len(o),))
+        # A copy the kernel may write; np.broadcast_to (~5 us) only for a scalar or shorter max_dist.
+        md = np.array(max_dist, dtype=np.float64)
+        if md.shape != (len(o),):
+            md = np.broadcast_to(md, (len(o),)).copy()
         if not (md >= 0.0).all():  # also catches NaN
             raise ValueError("max_dist must be non-negative and not NaN (+inf is allowed)")
-        best = first_entries(o, d, md.copy(), False, *self._ray_args)
+        best = first_entries(o, d, md, False, *self._ray_args)
         # A ray starting on a face can enter two pieces (or enter one and touch another) at
         # 0.0 and -0.0, and which one is kept depends on the order the pieces are met in (so on
         # the grid): + 0.0 makes every zero distance 0.0.
