@@ -979,23 +979,24 @@ class ServerCore:
                 for r, d in zip(np.flatnonzero(sel).tolist(), dealt, strict=True):
                     if r < n_rows:
                         damage[r] = d
-        # Damage and health row by row, in order (a pellet can kill a victim the next pellets then
-        # cannot damage); the kills' events and side effects follow their row's result below.
+        # Damage row by row, in order: a pellet can kill a victim the next rows then cannot damage.
+        # The health each row leaves is worked out here, as the world stores it (float32), but the
+        # world changes below, row after row with each result, as before: a kill's subscribers see
+        # the world as it is when that kill happens.
         w = self.world
-        kills: dict[int, int] = {}
-        for row, (p, k) in enumerate(rows):
+        stored = w.health.dtype.type
+        health: dict[int, float] = {}
+        left: list[float | None] = [None] * n_rows
+        for row in range(n_rows):
             victim = victims[row]
-            if victim < 0 or victim in kills.values() or not w.alive[victim]:
+            now_health = health.get(victim) if victim >= 0 else None
+            if victim < 0 or (now_health is None and not w.alive[victim]) or now_health == 0.0:
                 damage[row] = 0.0
                 continue
-            dealt = damage[row]
-            if dealt <= 0.0:
+            if damage[row] <= 0.0:
                 continue
-            if k == 0 or victim not in victims[row - k : row]:
-                p.session.hits += 1
-            w.health[victim] = max(0.0, float(w.health[victim]) - dealt)
-            if w.health[victim] <= 0.0:
-                kills[row] = victim
+            before = float(w.health[victim]) if now_health is None else now_health
+            left[row] = health[victim] = float(stored(max(0.0, before - damage[row])))
         claims = {id(p): self._claim(p) for p in pending}
         claimed_pos = self._claimed_victims(rows, times)
         results = to_shot_results(
@@ -1005,9 +1006,16 @@ class ServerCore:
         )
         for row, result in enumerate(results):
             self._tick_events.append(result)
-            if row in kills:
-                p = rows[row][0]
-                self._kill(p.session, kills[row], int(p.shot.weapon), result.bone, result.distance_m, now_s)
+            remaining = left[row]
+            if remaining is None:
+                continue
+            p, k = rows[row]
+            victim = victims[row]
+            if k == 0 or victim not in victims[row - k : row]:
+                p.session.hits += 1
+            w.health[victim] = remaining
+            if remaining <= 0.0:
+                self._kill(p.session, victim, int(p.shot.weapon), result.bone, result.distance_m, now_s)
 
     def _claimed_victims(self, rows: list[tuple[_PendingShot, int]], times: np.ndarray) -> dict[int, tuple[float, float, float]]:
         """Rewound feet of each claimed victim (pellet 0 rows whose claims name a victim and a hit

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from anticheat.detector import Detector
 from server import protocol as proto
 from server.handshake import SessionCredentials
 from server.rate_limit import ClientRateLimiter, RateLimitConfig
@@ -115,23 +116,25 @@ def test_nan_claims_never_enter_state() -> None:
     assert np.all(np.isfinite(core.world.pos))
 
 
+class _ShotLog(Detector):
+    """A detector that keeps every ShotResult it is fed."""
+
+    name = "shotlog"
+
+    def __init__(self) -> None:
+        self.shots: list = []
+
+    def on_shot(self, shot, skip):  # type: ignore[no-untyped-def]
+        self.shots.append(shot)
+        return ()
+
+
 def _armed_duel():
     """Alice 15 m west of Bob, facing him with a ready pistol; a pipeline keeps every ShotResult."""
-    from anticheat.detector import Detector
     from anticheat.pipeline import DetectionPipeline
     from anticheat.skip import SkipBook
 
-    class Log(Detector):
-        name = "shotlog"
-
-        def __init__(self) -> None:
-            self.shots: list = []
-
-        def on_shot(self, shot, skip):  # type: ignore[no-untyped-def]
-            self.shots.append(shot)
-            return ()
-
-    log = Log()
+    log = _ShotLog()
     core, a, b = _two_players(pipeline=DetectionPipeline([log], SkipBook()))
     place(core, a.slot, (10.0, 30.0), 0.0, a)
     place(core, b.slot, (25.0, 30.0), 180.0, b)
@@ -169,6 +172,61 @@ def test_first_contact_tells_whether_the_crosshair_was_already_on_the_victim() -
     assert [fc for y, fc in fired if y == 60.0] == [None, None]
     # Shots without claims carry no claimed victim position.
     assert all(s.claimed_victim_pos is None for s in log.shots)
+
+
+def test_shots_of_one_tick_kill_in_order_and_each_kill_sees_the_world_of_its_ray() -> None:
+    """Two duels shot on the same tick: alice's shotgun blast on bob (5 hit points left), then
+    carol's pistol on dave. The pellet that empties bob's health kills him, its KillEvent right
+    after its ShotResult, and the pellets after it deal nothing; a kill subscriber sees the world
+    as it is at that pellet: bob dead, dave not yet hit."""
+    from anticheat.events import KillEvent
+    from anticheat.pipeline import DetectionPipeline
+    from anticheat.skip import SkipBook
+
+    log = _ShotLog()
+    core = make_core()
+    core.pipeline = DetectionPipeline([log], SkipBook())
+    a, b, c, d = (ScriptedClient(n, ("127.0.0.1", 5001 + i)) for i, n in enumerate(("alice", "bob", "carol", "dave")))
+    clients = [a, b, c, d]
+    for client in clients:
+        client.connect(core, 0.0)
+    run_ticks(core, clients, 3)
+    for shooter, victim, y in ((a, b, 20.0), (c, d, 40.0)):
+        place(core, shooter.slot, (10.0, y), 0.0, shooter)
+        place(core, victim.slot, (13.0 if shooter is a else 25.0, y), 180.0, victim)
+    weapon_ready(core, a.slot, int(WeaponId.SHOTGUN))
+    weapon_ready(core, c.slot, int(WeaponId.PISTOL))
+    run_ticks(core, clients, 40)
+    core.world.health[b.slot] = 5.0
+    seen: list[tuple[object, bool, float]] = []
+
+    def on_kill(event: KillEvent) -> None:
+        before = core._tick_events[-2]
+        seen.append((before, bool(core.world.alive[event.victim]), float(core.world.health[d.slot])))
+
+    core.bus.subscribe(KillEvent, on_kill)
+    weapons = {a.slot: (int(WeaponId.SHOTGUN), -8.0), c.slot: (int(WeaponId.PISTOL), -1.5)}
+    fire_at = core.tick + 2
+
+    def script(client: ScriptedClient, now: float) -> bytes:
+        yaw = 180.0 if client in (b, d) else 0.0
+        if client.slot in weapons and core.tick + 1 == fire_at:
+            weapon, pitch = weapons[client.slot]
+            shot = proto.Shot(cmd_seq=0, weapon=weapon, yaw_deg=yaw, pitch_deg=pitch, view_time_s=now - 0.1)
+            return client.command(now, yaw=yaw, pitch=pitch, buttons=1, shots=(shot,))
+        return client.command(now, yaw=yaw)
+
+    run_ticks(core, clients, 6, script)
+    results = log.shots
+    blast = [r for r in results if r.shooter == a.slot]
+    landed = [r for r in blast if r.victim == b.slot]
+    assert len(landed) >= 2, "the blast must put at least two pellets on bob at 3 m"
+    assert landed[0].damage > 0.0 and all(r.damage == 0.0 for r in landed[1:])
+    assert [r.victim for r in results if r.shooter == c.slot] == [d.slot]
+    assert float(core.world.health[d.slot]) < 100.0
+    assert len(seen) == 1
+    killing, alive, dave_health = seen[0]
+    assert killing is landed[0] and not alive and dave_health == 100.0
 
 
 def test_claimed_victim_is_rewound_even_when_the_server_ray_misses() -> None:
