@@ -30,7 +30,7 @@ import numba
 import numpy as np
 
 from lagcomp.config import HistoryConfig
-from world.state import WorldState
+from world.state import WorldLimits, WorldState
 
 log = logging.getLogger(__name__)
 
@@ -140,10 +140,6 @@ class HistoryRecord:
     alive: np.ndarray
     active: np.ndarray
     generation: np.ndarray
-
-
-def _wrap_deg(angle: np.ndarray) -> np.ndarray:
-    return (angle + 180.0) % 360.0 - 180.0
 
 
 def _rewrap(yaw: np.ndarray) -> np.ndarray:
@@ -275,45 +271,13 @@ class TickHistory:
         i = self._head
         self._time[i] = t
         self._tick[i] = int(tick)
-        self._x[i] = state.pos[:, 0]
-        self._y[i] = state.pos[:, 1]
-        self._z[i] = state.pos[:, 2]
-        self._vx[i] = state.vel[:, 0]
-        self._vy[i] = state.vel[:, 1]
-        self._vz[i] = state.vel[:, 2]
-        self._yaw[i] = state.yaw
-        self._pitch[i] = state.pitch
-        self._stance[i] = state.stance
-        self._alive[i] = state.alive
-        self._active[i] = state.active
-        np.logical_and(state.alive, state.active, out=self._hittable[i])
-        self._gen[i] = state.generation
-        self._f[i, RING_DELTA:] = 0.0
-        if self._count:
-            self._link(int(self._ring_of(self._count - 1)), i)
+        j = int(self._ring_of(self._count - 1)) if self._count else -1
+        jump = float(self.config.teleport_jump_m)
+        _record_kernel(i, j, self._f, self._stance, self._alive, self._active, self._hittable, self._gen, state.pos,
+                       state.vel, state.yaw, state.pitch, state.stance, state.alive, state.active, state.generation,
+                       jump * jump)
         self._head = (i + 1) % self._cap
         self._count = min(self._count + 1, self._cap)
-
-    def _link(self, j: int, i: int) -> None:
-        """Set the deltas of record j towards its successor i, zero where they must not be lerped."""
-        dx = self._x[i] - self._x[j]
-        dy = self._y[i] - self._y[j]
-        jump = self.config.teleport_jump_m
-        ok = (
-            self._hittable[j]
-            & self._hittable[i]
-            & (self._gen[j] == self._gen[i])
-            & (dx * dx + dy * dy <= jump * jump)
-        )
-        zero = 0.0
-        self._dx[j] = np.where(ok, dx, zero)
-        self._dy[j] = np.where(ok, dy, zero)
-        self._dz[j] = np.where(ok, self._z[i] - self._z[j], zero)
-        self._dvx[j] = np.where(ok, self._vx[i] - self._vx[j], zero)
-        self._dvy[j] = np.where(ok, self._vy[i] - self._vy[j], zero)
-        self._dvz[j] = np.where(ok, self._vz[i] - self._vz[j], zero)
-        self._dyaw[j] = np.where(ok, _wrap_deg(self._yaw[i] - self._yaw[j]), zero)
-        self._dpitch[j] = np.where(ok, self._pitch[i] - self._pitch[j], zero)
 
     # ------------------------------------------------------------------ rewinding
     def bracket(self, times_s: np.ndarray) -> Bracket:
@@ -473,11 +437,56 @@ def _pairs_kernel(
         gen_out[i] = gen[r, s]
 
 
+@numba.njit(cache=True, nogil=True)
+def _record_kernel(
+    i: int, j: int, f: np.ndarray, stance_h: np.ndarray, alive_h: np.ndarray, active_h: np.ndarray,
+    hittable_h: np.ndarray, gen_h: np.ndarray, pos: np.ndarray, vel: np.ndarray, yaw: np.ndarray, pitch: np.ndarray,
+    stance: np.ndarray, alive: np.ndarray, active: np.ndarray, gen: np.ndarray, jump2: float,
+) -> None:  # pragma: no cover - compiled
+    """Write the world's slots into record ``i`` (its deltas zero: it is the newest), then, when
+    ``j`` >= 0, the deltas of record ``j`` towards it: the differences where the slot is hittable in
+    both, of the same generation and moved at most sqrt(``jump2``) m horizontally, else zero (a
+    respawn or teleport is never lerped across). The yaw's delta is wrapped to [-180, 180) with
+    Python's float modulo, which numpy's ``%`` matches bit for bit. One pass instead of ~30 numpy
+    calls a tick."""
+    d = RING_DELTA
+    for s in range(pos.shape[0]):
+        for c in range(3):
+            f[i, RING_X + c, s] = pos[s, c]
+            f[i, RING_VX + c, s] = vel[s, c]
+        f[i, RING_YAW, s] = yaw[s]
+        f[i, RING_PITCH, s] = pitch[s]
+        for r in range(d, 2 * d):
+            f[i, r, s] = 0.0
+        stance_h[i, s] = stance[s]
+        alive_h[i, s] = alive[s]
+        active_h[i, s] = active[s]
+        hittable_h[i, s] = alive[s] and active[s]
+        gen_h[i, s] = gen[s]
+        if j < 0:
+            continue
+        dx = f[i, RING_X, s] - f[j, RING_X, s]
+        dy = f[i, RING_Y, s] - f[j, RING_Y, s]
+        if hittable_h[j, s] and hittable_h[i, s] and gen_h[j, s] == gen_h[i, s] and dx * dx + dy * dy <= jump2:
+            f[j, RING_X + d, s] = dx
+            f[j, RING_Y + d, s] = dy
+            f[j, RING_Z + d, s] = f[i, RING_Z, s] - f[j, RING_Z, s]
+            for c in range(3):
+                f[j, RING_VX + c + d, s] = f[i, RING_VX + c, s] - f[j, RING_VX + c, s]
+            f[j, RING_YAW + d, s] = (f[i, RING_YAW, s] - f[j, RING_YAW, s] + 180.0) % 360.0 - 180.0
+            f[j, RING_PITCH + d, s] = f[i, RING_PITCH, s] - f[j, RING_PITCH, s]
+        else:
+            for r in range(d, 2 * d):
+                f[j, r, s] = 0.0
+
+
 def _warm_kernels() -> None:
     """Compile (or load from numba's cache) the kernels at import, never inside a tick, with the
     array layouts :class:`TickHistory` passes."""
     h = TickHistory(HistoryConfig(), 1)
-    h._count, h._head = 1, 1
+    state = WorldState(WorldLimits(max_players=1))
+    h.record(0, 0.0, state)
+    h.record(1, 1.0, state)
     h.pairs(np.zeros(1, dtype=np.intp), np.zeros(1), np.zeros(1, dtype=np.intp))
     h.bracket(np.zeros(1))
 

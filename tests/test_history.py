@@ -209,3 +209,52 @@ def test_rewind_all_slots_by_default() -> None:
     rw = hist.rewind(np.array([0.0, DT]))
     assert rw.pos.shape == (2, state.capacity, 3)
     assert rw.stance.shape == rw.generation.shape == (2, state.capacity)
+
+
+def _numpy_link(h: TickHistory, j: int, i: int) -> np.ndarray:
+    """Record j's 8 deltas towards record i as numpy computes them element-wise (the reference)."""
+    from lagcomp.history import RING_PITCH, RING_VX, RING_VY, RING_VZ, RING_X, RING_Y, RING_YAW, RING_Z
+
+    f = h.ring_view().f
+    hit = h.ring_view().hittable
+    gen = h.ring_view().generation
+    dx = f[i, RING_X] - f[j, RING_X]
+    dy = f[i, RING_Y] - f[j, RING_Y]
+    jump = h.config.teleport_jump_m
+    ok = hit[j] & hit[i] & (gen[j] == gen[i]) & (dx * dx + dy * dy <= jump * jump)
+    rows = [dx, dy, f[i, RING_Z] - f[j, RING_Z], f[i, RING_VX] - f[j, RING_VX], f[i, RING_VY] - f[j, RING_VY],
+            f[i, RING_VZ] - f[j, RING_VZ], (f[i, RING_YAW] - f[j, RING_YAW] + 180.0) % 360.0 - 180.0,
+            f[i, RING_PITCH] - f[j, RING_PITCH]]
+    return np.stack([np.where(ok, r, 0.0) for r in rows])
+
+
+def test_record_stores_the_world_and_links_deltas_as_numpy_would() -> None:
+    """Random worlds (respawns, teleports, deaths, wrapping yaws) through a small ring: every stored
+    value and every delta is bit for bit what numpy's element-wise formulas give."""
+    from lagcomp.history import RING_DELTA
+
+    rng = np.random.default_rng(5)
+    n = 9
+    h = TickHistory(HistoryConfig(tick_rate_hz=16.0), n)  # 17 records: 40 wrap the ring
+    w = WorldState(WorldLimits(max_players=n))
+    for k in range(40):
+        w.pos[:] = rng.uniform(-100.0, 100.0, (n, 3)) if k % 7 == 0 else w.pos + rng.normal(0.0, 0.3, (n, 3))
+        w.vel[:] = rng.normal(0.0, 5.0, (n, 3))
+        w.yaw[:] = rng.uniform(-180.0, 180.0, n)
+        w.pitch[:] = rng.uniform(-89.0, 89.0, n)
+        w.stance[:] = rng.integers(0, 2, n)
+        w.alive[:] = rng.random(n) < 0.8
+        w.active[:] = rng.random(n) < 0.9
+        w.generation[:] += (rng.random(n) < 0.1).astype(np.uint32)
+        before = h.ring_view() if len(h) else None
+        j = (before.head - 1) % h.capacity if before is not None else -1
+        h.record(k, k / 64.0, w)
+        view = h.ring_view()
+        i = (view.head - 1) % h.capacity
+        stored = np.stack([w.pos[:, 0], w.pos[:, 1], w.pos[:, 2], w.vel[:, 0], w.vel[:, 1], w.vel[:, 2], w.yaw, w.pitch])
+        assert view.f[i, :RING_DELTA].tobytes() == stored.tobytes()
+        assert not view.f[i, RING_DELTA:].any()
+        assert view.hittable[i].tolist() == (w.alive & w.active).tolist()
+        assert view.stance[i].tolist() == w.stance.tolist() and view.generation[i].tolist() == w.generation.tolist()
+        if j >= 0 and j != i:
+            assert view.f[j, RING_DELTA:].tobytes() == _numpy_link(h, j, i).tobytes()
