@@ -324,6 +324,48 @@ def test_shot_directions_deterministic_and_within_cone() -> None:
         assert np.all(_angle_deg(d, aim) <= 2.0 + spec.pellet_spread_deg + 1e-9)
 
 
+def _shot_directions_as_arrays(yaw_deg: float, pitch_deg: float, punch_pitch_deg: float, punch_yaw_deg: float,
+                               spread_deg: float, pellets: int, pellet_spread_deg: float,
+                               rng: np.random.Generator) -> np.ndarray:
+    """The reference: shot_directions written with whole-array numpy operations."""
+    aim_yaw = yaw_deg - punch_yaw_deg
+    fwd = view_direction(aim_yaw, float(np.clip(pitch_deg + punch_pitch_deg, -90.0, 90.0)))
+    yaw = math.radians(aim_yaw)
+    right = np.array([math.sin(yaw), -math.cos(yaw), 0.0])
+    up = np.cross(right, fwd)
+
+    def disc(radius: float, count: int) -> np.ndarray:
+        u = rng.random((count, 2))
+        r = radius * np.sqrt(u[:, 0])
+        a = 2.0 * np.pi * u[:, 1]
+        return np.column_stack([r * np.cos(a), r * np.sin(a)])
+
+    offset = disc(spread_deg, 1)
+    if pellets > 1:
+        offset = offset + disc(pellet_spread_deg, pellets)
+    rho = np.radians(np.hypot(offset[:, 0], offset[:, 1]))
+    phi = np.arctan2(offset[:, 1], offset[:, 0])
+    side = np.cos(phi)[:, None] * right + np.sin(phi)[:, None] * up
+    out = np.cos(rho)[:, None] * fwd + np.sin(rho)[:, None] * side
+    return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.floats(-720.0, 720.0), st.floats(-89.0, 89.0), st.floats(-10.0, 10.0), st.floats(-10.0, 10.0),
+    st.sampled_from([0.0, 0.3, 2.5, 12.0]), st.sampled_from([1, 2, 8, 12]), st.sampled_from([0.0, 1.0, 4.5]),
+    st.integers(0, 2**32 - 1),
+)
+def test_shot_directions_are_bit_for_bit_the_array_formulation(
+    yaw: float, pitch: float, punch_pitch: float, punch_yaw: float, spread: float, pellets: int,
+    pellet_spread: float, seed: int,
+) -> None:
+    args = (yaw, pitch, punch_pitch, punch_yaw, spread, pellets, pellet_spread)
+    got = shot_directions(*args, np.random.default_rng(seed))
+    want = _shot_directions_as_arrays(*args, np.random.default_rng(seed))
+    assert got.tobytes() == want.tobytes()
+
+
 def test_spread_is_uniform_in_the_disc() -> None:
     rng = np.random.default_rng(1)
     aim = view_direction(-120.0, 40.0)
