@@ -44,7 +44,7 @@ import shapely
 from world import sweep_kernel
 from world.constants import PLAYER_RADIUS_M
 from world.mapfile import GameMap
-from world.ray_kernel import RayTables, first_entries, first_entry
+from world.ray_kernel import RayTables, first_entries, first_entries_checked, first_entry
 from world.sweep_kernel import SWEEP_SKIN_M, SweepTables
 
 log = logging.getLogger(__name__)
@@ -308,9 +308,10 @@ class MapGeometry:
             skip=np.maximum(clearance - 1, 1).ravel().astype(np.int64),
         )
         self._ray_args = self._rays.args()
-        # Compile (or load from numba's cache) both entry points now, not inside a server tick.
+        # Compile (or load from numba's cache) the entry points now, not inside a server tick.
         first_entries(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), True, *self._ray_args)
         first_entry(0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, True, *self._ray_args)
+        first_entries_checked(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0), *self._ray_args)
 
     def _build_edges(self, polys: np.ndarray, cell: float) -> None:
         """The sweep kernel's tables (see :mod:`world.sweep_kernel`): the original footprint edges
@@ -408,6 +409,19 @@ class MapGeometry:
             if norm > 0.0 and limit >= 0.0:
                 t = first_entry(*ro, dx / norm, dy / norm, dz / norm, limit, False, *self._ray_args)
                 return np.array([t + 0.0])
+        if (
+            type(origin) is np.ndarray and type(direction) is np.ndarray and origin.dtype == direction.dtype == np.float64
+            and origin.ndim == 2 and origin.shape[1] == 3 and direction.shape == origin.shape
+        ):
+            # A batch as hit registration hands it: one compiled pass, the general path only to
+            # name a fault.
+            md = np.array(max_dist, dtype=np.float64)
+            if md.shape != (len(origin),):
+                md = np.broadcast_to(md, (len(origin),)).copy()
+            out = np.empty(len(origin))
+            if first_entries_checked(np.ascontiguousarray(origin), np.ascontiguousarray(direction), md, out,
+                                     *self._ray_args):
+                return out
         o = _as_points("origin", origin, (3,))
         d = _as_points("direction", direction, (3,))
         _same_rows("origin", o, "direction", d)

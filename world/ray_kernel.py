@@ -292,6 +292,38 @@ def first_entries(
 
 
 @numba.njit(cache=True, nogil=True)
+def first_entries_checked(
+    o: np.ndarray, d: np.ndarray, t_end: np.ndarray, out: np.ndarray,
+    frame: np.ndarray, ny: int, n_box: int, boxes: np.ndarray, cv_height: np.ndarray, cv_planes: np.ndarray,
+    cv_edges: np.ndarray, cell_start: np.ndarray, cell_items: np.ndarray, skip: np.ndarray,
+) -> bool:  # pragma: no cover - compiled
+    """:func:`first_entries` (``any_hit`` off) of (N, 3) origins and directions of any non-zero
+    length, normalised here as ``MapGeometry.first_wall_hit`` normalises them (the norm is
+    (x^2 + y^2) + z^2, then a correctly rounded sqrt, as np.linalg.norm over a row of three), with
+    every 0 made +0.0; into ``out``. Returns False, with ``out`` undefined, when any value is NaN or
+    inf (but +inf in ``t_end``), a direction is zero or a ``t_end`` negative: the caller's checks
+    then name the fault. One pass instead of about ten numpy calls around the walk."""
+    n = o.shape[0]
+    for r in range(n):
+        if not (math.isfinite(o[r, 0]) and math.isfinite(o[r, 1]) and math.isfinite(o[r, 2])):
+            return False
+        if not (math.isfinite(d[r, 0]) and math.isfinite(d[r, 1]) and math.isfinite(d[r, 2])):
+            return False
+        if not t_end[r] >= 0.0:
+            return False
+    seen = np.zeros(n_box + cv_height.shape[0], dtype=np.int64)
+    for r in range(n):
+        dx, dy, dz = d[r, 0], d[r, 1], d[r, 2]
+        norm = math.sqrt(dx * dx + dy * dy + dz * dz)
+        if norm == 0.0:
+            return False
+        out[r] = walk(o[r, 0], o[r, 1], o[r, 2], dx / norm, dy / norm, dz / norm, t_end[r], False,
+                      frame, ny, n_box, boxes, cv_height, cv_planes, cv_edges, cell_start, cell_items, skip,
+                      seen, r + 1)[0] + 0.0
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
 def first_entry(
     ox: float, oy: float, oz: float, vx: float, vy: float, vz: float, t_end: float, any_hit: bool,
     frame: np.ndarray, ny: int, n_box: int, boxes: np.ndarray, cv_height: np.ndarray, cv_planes: np.ndarray,
