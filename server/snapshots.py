@@ -12,12 +12,13 @@ from server.snapshot_kernel import OWN_BOUND_BYTES, parts_bound, write_snapshots
 from world.state import WorldLimits, WorldState
 
 _BAIT_FLAGS = int(EntityFlags.ALIVE | EntityFlags.NOT_RENDERED)
+_NO_RECORDS = np.zeros((0, ENTITY_BYTES), dtype=np.uint8)
 
 
 class SnapshotFrame:
-    """What every client's snapshot of one tick is made of, gathered once for all of them: each
-    slot's entity record and own-state fields, copied from the world. A tick's snapshots are then
-    written by one compiled call (:mod:`server.snapshot_kernel`).
+    """One tick's snapshots, written by one compiled call (:mod:`server.snapshot_kernel`) straight
+    from the world's and the weapons' columns: a view, valid while they do not change (take it
+    once per tick, after the simulation, and use it at once).
 
     Records and own states are those of :meth:`SnapshotBuilder.build`'s definition: flags ALIVE
     and CROUCHING from the world, the held weapon from ``weapons``, health rounded to a byte.
@@ -28,28 +29,10 @@ class SnapshotFrame:
     ) -> None:
         self._per_part = builder.per_part
         self._limit = builder.limits.max_datagram_bytes
-        # Only slots up to the last active one: nothing else is ever sent or receives (a snapshot
-        # shows and goes to active players only), and the rest would double the work at 64 of 128.
-        active = np.flatnonzero(world.active[: min(world.capacity, weapons.capacity)])
-        cap = int(active[-1]) + 1 if active.size else 0
-        flags = np.where(world.alive[:cap], int(EntityFlags.ALIVE), 0) | np.where(
-            world.stance[:cap] == 1, int(EntityFlags.CROUCHING), 0
-        )
-        held = weapons.weapon[:cap]
-        self._records = make_entities(
-            np.arange(cap), flags, world.pos[:cap], world.vel[:cap], world.yaw[:cap], world.pitch[:cap], held,
-            world.health[:cap],
-        ).view(np.uint8).reshape(cap, ENTITY_BYTES)
-        rows = np.arange(cap)
-        hidx = held.astype(np.intp)
-        has = held != 0
-        # Copies (fancy indexing and .copy()): the frame keeps the tick's state whatever the world does next.
-        self._own = (
-            world.pos[:cap].copy(), world.vel[:cap].copy(), world.yaw[:cap].copy(), world.pitch[:cap].copy(),
-            world.health[:cap].copy(), held.copy(), np.where(has, weapons.ammo[rows, hidx], 0),
-            np.where(has, weapons.reserve[rows, hidx], 0), world.stance[:cap].copy(), world.on_ground[:cap].copy(),
-            world.alive[:cap].copy(),
-        )
+        self._players = min(world.capacity, weapons.capacity)
+        """Rows below this are player slots; the baits' rows follow."""
+        self._columns = (world.pos, world.vel, world.yaw, world.pitch, world.health, weapons.weapon, weapons.ammo,
+                         weapons.reserve, world.stance, world.on_ground, world.alive)
         self._head = np.frombuffer(proto.snapshot_head(tick, server_time_s, builder.packer), dtype=np.uint8)
         self._bait_records = builder.bait_records
 
@@ -73,19 +56,21 @@ class SnapshotFrame:
         n = len(slots)
         if not n:
             return []
-        records = self._records
+        extra = _NO_RECORDS
         rows = targets
         if baits:
-            rows, ends, records = self._with_baits(slots, targets, ends, baits)
+            rows, ends, extra = self._with_baits(slots, targets, ends, baits)
         per = self._per_part
         bound = parts_bound(n, rows.size, per)
         out = np.empty(bound * (self._head.size + OWN_BOUND_BYTES) + rows.size * ENTITY_BYTES, dtype=np.uint8)
         bounds = np.empty(bound + 1, dtype=np.int64)
         parts_of = np.empty(n, dtype=np.int64)
         written, largest = write_snapshots(
-            self._head, slots, np.array(last_cmd_seqs, dtype=np.int64), ends, rows, records, per, *self._own, out,
+            self._head, slots, np.array(last_cmd_seqs, dtype=np.int64), ends, rows, extra, per, *self._columns, out,
             bounds, parts_of,
         )
+        if written < 0:
+            raise ValueError(f"a snapshot names a slot outside the {self._players} the frame holds")
         if largest > self._limit:
             raise proto.ProtocolError(proto.RejectReason.TOO_LARGE, f"SNAPSHOT encodes to {largest} bytes")
         cuts = bounds[: written + 1].tolist()
@@ -104,8 +89,8 @@ class SnapshotFrame:
         self, slots: np.ndarray, targets: np.ndarray, ends: np.ndarray,
         baits: dict[int, list[tuple[int, tuple[float, float, float]]]],
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(rows, ends, records): each viewer's bait rows after its players' rows, in a table of
-        the players' records followed by the baits'."""
+        """(rows, ends, bait records): each viewer's bait rows after its players' rows; the
+        baits' rows follow the player slots."""
         viewer = {slot: i for i, slot in enumerate(slots.tolist())}
         # In viewer order: an empty run ends where the next one does, so baits of several viewers
         # can go in at one index, and there they must come in viewer order.
@@ -118,12 +103,11 @@ class SnapshotFrame:
             at.extend([int(ends[i])] * len(baits[shooter]))
             shown.extend(baits[shooter])
         if not shown:
-            return targets, ends, self._records
+            return targets, ends, _NO_RECORDS
         row_of: dict[tuple[int, tuple[float, float, float]], int] = {}
-        rows = [row_of.setdefault(b, self._records.shape[0] + len(row_of)) for b in shown]
-        records = np.concatenate([self._records, self._bait_records(list(row_of))])
+        rows = [row_of.setdefault(b, self._players + len(row_of)) for b in shown]
         # Inserted before index ends[i], that is after viewer i's run, in the order given.
-        return np.insert(targets, at, rows), ends + np.cumsum(extra), records
+        return np.insert(targets, at, rows), ends + np.cumsum(extra), self._bait_records(list(row_of))
 
 
 class SnapshotBuilder:
@@ -157,8 +141,8 @@ class SnapshotBuilder:
         return np.stack([cache[b] for b in baits])
 
     def frame(self, world: WorldState, weapons: WeaponState, *, tick: int, server_time_s: float) -> SnapshotFrame:
-        """The state every snapshot of this tick is cut from (take it once per tick, after the
-        simulation; it is a copy, later changes to ``world`` do not show)."""
+        """What every snapshot of this tick is cut from: a view of ``world`` and ``weapons``
+        (take it once per tick, after the simulation, and use it before they change)."""
         return SnapshotFrame(self, world, weapons, tick=tick, server_time_s=server_time_s)
 
     def build(

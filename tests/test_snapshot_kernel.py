@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from server import protocol as proto
-from server.entity_block import ENTITY_BYTES
+from server.entity_block import ENTITY_BYTES, EntityFlags, make_entities
 from server.snapshot_kernel import OWN_BOUND_BYTES, parts_bound, write_snapshots
 
 # Each integer family's edges: fixint, uint8/16/32/64, negative fixint and int8/16/32/64.
@@ -16,8 +16,8 @@ _INT_EDGES = [0, 1, 127, 128, 255, 256, 65535, 65536, 2**32 - 1, 2**32, 2**63 - 
 _FLOATS = [0.0, -0.0, 1.5, -179.999, 1e-300, 5e-324, 1e300, float("inf"), float("-inf")]
 
 
-def _write(own: tuple[np.ndarray, ...], slots: list[int], seqs: list[int], runs: list[list[int]],
-           records: np.ndarray, per_part: int, head: bytes) -> list[bytes]:
+def _write(columns: tuple[np.ndarray, ...], slots: list[int], seqs: list[int], runs: list[list[int]],
+           extra: np.ndarray, per_part: int, head: bytes) -> list[bytes]:
     rows = np.array([r for run in runs for r in run], dtype=np.intp)
     ends = np.cumsum([len(run) for run in runs]).astype(np.intp)
     parts = [max(1, -(-len(run) // per_part)) for run in runs]
@@ -27,7 +27,7 @@ def _write(own: tuple[np.ndarray, ...], slots: list[int], seqs: list[int], runs:
     bounds = np.empty(bound + 1, dtype=np.int64)
     parts_of = np.empty(len(slots), dtype=np.int64)
     n, largest = write_snapshots(np.frombuffer(head, dtype=np.uint8), np.array(slots, dtype=np.intp),
-                                 np.array(seqs, dtype=np.int64), ends, rows, records, per_part, *own, out, bounds,
+                                 np.array(seqs, dtype=np.int64), ends, rows, extra, per_part, *columns, out, bounds,
                                  parts_of)
     assert n == sum(parts) and parts_of.tolist() == parts
     got = [out[bounds[k] : bounds[k + 1]].tobytes() for k in range(n)]
@@ -35,36 +35,57 @@ def _write(own: tuple[np.ndarray, ...], slots: list[int], seqs: list[int], runs:
     return got
 
 
-def _own_tables(rng: np.random.Generator, cap: int) -> tuple[np.ndarray, ...]:
+def _columns(rng: np.random.Generator, cap: int, weapons: int = 8) -> tuple[np.ndarray, ...]:
+    """World and weapon columns as the frame hands them to the writer (pos, vel, yaw, pitch,
+    health, held, ammo, reserve, stance, on_ground, alive), with awkward floats and halves."""
     floats = np.array(_FLOATS)
+    health = rng.uniform(0.0, 255.0, cap).astype(np.float32)
+    health[::5] = np.floor(health[::5]) + 0.5  # rounding half to even
     return (
         rng.choice(floats, (cap, 3)), rng.normal(0.0, 1e3, (cap, 3)), rng.choice(floats, cap),
-        rng.uniform(-89.0, 89.0, cap), rng.uniform(0.0, 255.0, cap).astype(np.float32),
-        rng.integers(-128, 128, cap).astype(np.int8), rng.integers(-32768, 32768, cap).astype(np.int16),
-        rng.integers(-32768, 32768, cap).astype(np.int16), rng.integers(-128, 128, cap).astype(np.int8),
-        rng.random(cap) < 0.5, rng.random(cap) < 0.5,
+        rng.uniform(-89.0, 89.0, cap), health, rng.integers(0, weapons, cap).astype(np.int8),
+        rng.integers(0, 32768, (cap, weapons)).astype(np.int16), rng.integers(0, 32768, (cap, weapons)).astype(np.int16),
+        rng.integers(0, 2, cap).astype(np.int8), rng.random(cap) < 0.5, rng.random(cap) < 0.5,
     )
+
+
+def _own(columns: tuple[np.ndarray, ...], slot: int) -> list[object]:
+    pos, vel, yaw, pitch, health, held, ammo, reserve, stance, on_ground, alive = columns
+    h = int(held[slot])
+    return [pos[slot].tolist(), vel[slot].tolist(), float(yaw[slot]), float(pitch[slot]), float(health[slot]), h,
+            int(ammo[slot, h]) if h else 0, int(reserve[slot, h]) if h else 0, int(stance[slot]),
+            bool(on_ground[slot]), bool(alive[slot])]
+
+
+def _record(columns: tuple[np.ndarray, ...], slot: int) -> bytes:
+    pos, vel, yaw, pitch, health, held, _, _, stance, _, alive = columns
+    flags = (int(EntityFlags.ALIVE) if alive[slot] else 0) | (int(EntityFlags.CROUCHING) if stance[slot] == 1 else 0)
+    one = slice(slot, slot + 1)
+    with np.errstate(over="ignore"):  # 1e300 becomes inf as a float32, as in the writer
+        return make_entities(np.array([slot]), np.array([flags]), pos[one], vel[one], yaw[one], pitch[one],
+                             held[one], health[one]).tobytes()
 
 
 @pytest.mark.parametrize("seed", range(4))
 def test_datagrams_are_msgpack_of_the_same_values(seed: int) -> None:
+    """Own states and records from the columns, baits from their table, in parts of 29."""
     rng = np.random.default_rng(seed)
     cap = 40
-    own = _own_tables(rng, cap)
-    records = rng.integers(0, 256, (cap + 3, ENTITY_BYTES)).astype(np.uint8)
+    columns = _columns(rng, cap)
+    extra = rng.integers(0, 256, (3, ENTITY_BYTES)).astype(np.uint8)
     head = proto.snapshot_head(int(rng.integers(0, 2**32)), float(rng.uniform(0, 1e6)))
     seqs = [int(v) for v in rng.choice(np.array(_INT_EDGES[:9]), 12)] + [-1, -5]
     slots = rng.integers(0, cap, len(seqs)).tolist()
     # Empty, short (bin8), long (bin16) and several-part snapshots.
     runs = [rng.integers(0, cap + 3, int(n)).tolist() for n in rng.choice([0, 1, 7, 8, 29, 30, 75], len(seqs))]
     per_part = 29
-    got = _write(own, slots, seqs, runs, records, per_part, head)
+    got = _write(columns, slots, seqs, runs, extra, per_part, head)
     want = []
     for slot, seq, run in zip(slots, seqs, runs, strict=True):
-        values = [t[slot].tolist() for t in own]
-        blocks = [records[run[i : i + per_part]].tobytes() for i in range(0, len(run), per_part)] or [b""]
+        records = [_record(columns, r) if r < cap else extra[r - cap].tobytes() for r in run]
+        blocks = [b"".join(records[i : i + per_part]) for i in range(0, len(run), per_part)] or [b""]
         for i, block in enumerate(blocks):
-            body = [seq if seq >= 0 else None, i, len(blocks), values, block]
+            body = [seq if seq >= 0 else None, i, len(blocks), _own(columns, slot), block]
             want.append(head + b"".join(msgpack.packb(v, use_bin_type=True) for v in body))
     assert got == want
 
@@ -72,17 +93,32 @@ def test_datagrams_are_msgpack_of_the_same_values(seed: int) -> None:
 def test_integer_edges_encode_as_msgpack() -> None:
     cap = len(_INT_EDGES)
     rng = np.random.default_rng(9)
-    own = list(_own_tables(rng, cap))
+    columns = list(_columns(rng, cap))
     edges = np.array(_INT_EDGES, dtype=np.int64)
-    # Every integer field takes every edge value (the writer takes any integer dtype).
-    own[5:9] = [edges, np.roll(edges, 1), np.roll(edges, 2), np.roll(edges, 3)]
+    # The held weapon's ammo and reserve take every edge (the writer takes any integer dtype).
+    columns[5] = np.ones(cap, dtype=np.int8)
+    columns[6] = np.column_stack([np.zeros(cap, np.int64), edges])
+    columns[7] = np.column_stack([np.zeros(cap, np.int64), np.roll(edges, 1)])
     head = proto.snapshot_head(7, 0.5)
     seqs = [v for v in _INT_EDGES if v >= 0]
     slots = list(range(len(seqs)))
-    got = _write(tuple(own), slots, seqs, [[] for _ in seqs], np.zeros((1, ENTITY_BYTES), np.uint8), 29, head)
+    got = _write(tuple(columns), slots, seqs, [[] for _ in seqs], np.zeros((0, ENTITY_BYTES), np.uint8), 29, head)
     for datagram, slot, seq in zip(got, slots, seqs, strict=True):
-        values = [t[slot].tolist() for t in own]
-        assert datagram == head + b"".join(msgpack.packb(v, use_bin_type=True) for v in [seq, 0, 1, values, b""])
+        own = _own(tuple(columns), slot)
+        assert datagram == head + b"".join(msgpack.packb(v, use_bin_type=True) for v in [seq, 0, 1, own, b""])
+
+
+def test_a_row_outside_the_columns_is_refused_not_read() -> None:
+    rng = np.random.default_rng(2)
+    columns = _columns(rng, 4)
+    for slots, rows in (([4], []), ([0], [5]), ([-1], [])):
+        out = np.empty(4096, dtype=np.uint8)
+        n, _ = write_snapshots(np.frombuffer(proto.snapshot_head(1, 0.0), dtype=np.uint8),
+                               np.array(slots, dtype=np.intp), np.zeros(1, np.int64),
+                               np.array([len(rows)], dtype=np.intp), np.array(rows, dtype=np.intp),
+                               np.zeros((1, ENTITY_BYTES), np.uint8), 29, *columns, out, np.empty(4, np.int64),
+                               np.empty(1, np.int64))
+        assert n == -1
 
 
 def test_snapshot_head_starts_every_encoded_snapshot() -> None:
