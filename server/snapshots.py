@@ -57,9 +57,12 @@ class SnapshotFrame:
         if not n:
             return []
         extra = _NO_RECORDS
-        rows = targets
+        # Contiguous, as the writer was compiled for: np.nonzero's columns are strided views, and a
+        # new layout would compile a second specialisation inside a tick.
+        rows = np.ascontiguousarray(targets, dtype=np.intp)
+        ends = np.ascontiguousarray(ends, dtype=np.intp)
         if baits:
-            rows, ends, extra = self._with_baits(slots, targets, ends, baits)
+            rows, ends, extra = self._with_baits(slots, rows, ends, baits)
         per = self._per_part
         bound = parts_bound(n, rows.size, per)
         out = np.empty(bound * (self._head.size + OWN_BOUND_BYTES) + rows.size * ENTITY_BYTES, dtype=np.uint8)
