@@ -289,7 +289,7 @@ class TickHistory:
         ring = np.empty(t.size, dtype=np.intp)
         frac = np.empty(t.size)
         clamped = np.empty(t.size, dtype=np.bool_)
-        _bracket_kernel(t, self._time, self._head, self._count, self._cap, ring, frac, clamped)
+        bracket_kernel(t, self._time, self._head, self._count, self._cap, ring, frac, clamped)
         return Bracket(ring=ring, frac=frac, clamped=clamped)
 
     def ring_view(self) -> RingView:
@@ -372,7 +372,7 @@ _FRAC_MAX = float(np.nextafter(1.0, 0.0))
 
 
 @numba.njit(cache=True, nogil=True)
-def _bracket_kernel(
+def bracket_kernel(
     t: np.ndarray, time: np.ndarray, head: int, count: int, cap: int,
     ring_out: np.ndarray, frac_out: np.ndarray, clamped_out: np.ndarray,
 ) -> None:  # pragma: no cover - compiled

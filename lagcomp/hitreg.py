@@ -51,7 +51,7 @@ from lagcomp.history import (
     HistoryError,
     RingView,
     TickHistory,
-    _bracket_kernel,
+    bracket_kernel,
 )
 from lagcomp.shot import RewindDecision, ShotClaim, ShotResult
 from world.constants import CROUCHING_EYE_M, STANDING_EYE_M
@@ -462,7 +462,7 @@ def _players_kernel(
     ring = np.empty(s, dtype=np.intp)
     frac = np.empty(s)
     clamped = np.empty(s, dtype=np.bool_)
-    _bracket_kernel(t, h.time, h.head, h.count, h.time.shape[0], ring, frac, clamped)
+    bracket_kernel(t, h.time, h.head, h.count, h.time.shape[0], ring, frac, clamped)
     win_slot = np.full(s, -1, dtype=np.int32)
     win_bone = np.zeros(s, dtype=np.int8)
     win_t = np.full(s, math.inf)

@@ -9,6 +9,7 @@ dispatcher's signature count across each ServerCore.step.
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -23,8 +24,6 @@ _SCENARIOS = Path(__file__).resolve().parent.parent / "testbed" / "scenarios"
 
 
 def _dispatchers() -> list[CPUDispatcher]:
-    import gc
-
     return [o for o in gc.get_objects() if isinstance(o, CPUDispatcher)]
 
 
