@@ -564,14 +564,6 @@ def current_spread_deg(
     return cone * np.where(crouched, table.crouch_spread_factor[w], 1.0)
 
 
-def _disc(rng: np.random.Generator, radius: float, count: int) -> np.ndarray:
-    """``count`` points uniform in a disc of ``radius`` (deg), (count, 2) as (right, up)."""
-    u = rng.random((count, 2))
-    r = radius * np.sqrt(u[:, 0])
-    a = 2.0 * np.pi * u[:, 1]
-    return np.column_stack([r * np.cos(a), r * np.sin(a)])
-
-
 def shot_directions(
     yaw_deg: float,
     pitch_deg: float,

@@ -30,7 +30,7 @@ import numpy as np
 from anticheat.events import AimSample, ConnectionSample, Detection, KillEvent, SessionEvent, SpawnEvent
 from anticheat.pipeline import DetectionPipeline
 from lagcomp.history import TickHistory
-from lagcomp.hitreg import BaitTargets, ShotBatch, eye_positions, register_shots, to_shot_results
+from lagcomp.hitreg import BaitTargets, ShotBatch, eye_positions, hit_damage, register_shots, to_shot_results
 from lagcomp.rewind_policy import DECISIONS, rewind_times
 from lagcomp.shot import ShotClaim
 from physics.buttons import Buttons
@@ -969,16 +969,7 @@ class ServerCore:
             now_on = victims[n_rows + j]
             if now_on >= 0:
                 first_contact[row] = victims[n_rows + n_probed + j] != now_on
-        damage = [0.0] * n_rows
-        hit_weapons = {weapon_ids[r] for r in range(len(victims)) if victims[r] >= 0}
-        if hit_weapons:
-            has_victim = hits.victim >= 0
-            for w_id in sorted(hit_weapons):
-                sel = has_victim & (batch.weapon == w_id)
-                dealt = WEAPONS[WeaponId(w_id)].damage_at(hits.bone[sel], hits.distance[sel]).tolist()
-                for r, d in zip(np.flatnonzero(sel).tolist(), dealt, strict=True):
-                    if r < n_rows:
-                        damage[r] = d
+        damage = hit_damage(batch, hits)[:n_rows].tolist()  # the probes' rows deal nothing
         # Damage row by row, in order: a pellet can kill a victim the next rows then cannot damage.
         # The health each row leaves is worked out here, as the world stores it (float32), but the
         # world changes below, row after row with each result, as before: a kill's subscribers see
@@ -1128,7 +1119,8 @@ class ServerCore:
             return
         w = self.world
         frame = self.snapshots.frame(w, self.weapons, tick=self.tick, server_time_s=now_s)
-        viewers = np.array([s.slot for s in sessions], dtype=np.intp)
+        slots = [s.slot for s in sessions]
+        viewers = np.array(slots, dtype=np.intp)
         # Every viewer's targets from one nonzero over the visibility rows (row-major, so each
         # viewer's targets come out in slot order, as flatnonzero of its row gives them).
         seen = self.culler.visible[viewers] & w.active[None, :]
@@ -1137,7 +1129,6 @@ class ServerCore:
         baits: dict[int, list[tuple[int, tuple[float, float, float]]]] = {}
         for b in self._baits:
             baits.setdefault(b.shooter, []).append((b.entity_id, b.centre))
-        slots = viewers.tolist()
         snapshots = frame.datagrams_many(viewers, [s.last_applied_seq for s in sessions], targets, ends, baits)
         out = self._out
         tick = self.tick

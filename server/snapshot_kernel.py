@@ -15,12 +15,20 @@ import sys
 import numba
 import numpy as np
 
+from server.entity_block import ENTITY_BYTES, EntityFlags
+from world.constants import STANCE_CROUCHING
+
 if sys.byteorder != "little":  # pragma: no cover - every host this runs on is little-endian
     raise ImportError("server.snapshot_kernel copies floats byte by byte as a little-endian host stores them")
 
 OWN_BOUND_BYTES = 256
 """More than the fields a datagram adds after the shared head and before its block can take: the
-own state (11 items, at most 135 bytes), sequence, part, part count and the block's bin header."""
+own state (11 items, at most 122 bytes), sequence, part, part count and the block's bin header."""
+
+_ALIVE = int(EntityFlags.ALIVE)
+_CROUCHING = int(EntityFlags.CROUCHING)
+if ENTITY_BYTES != 2 + 8 * 4 + 2:  # pragma: no cover - layout consistency
+    raise AssertionError("the entity record layout changed: update _put_record")
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -121,7 +129,7 @@ def _put_record(
     """Slot ``s``'s entity record (server.entity_block's layout, as ``make_entities`` builds it):
     flags ALIVE and CROUCHING, floats as float32, health rounded half to even and clipped to a byte."""
     out[o] = s
-    out[o + 1] = (1 if alive[s] else 0) | (2 if stance[s] == 1 else 0)
+    out[o + 1] = (_ALIVE if alive[s] else 0) | (_CROUCHING if stance[s] == STANCE_CROUCHING else 0)
     o += 2
     for c in range(3):
         o = _put_f4(out, o, pos[s, c], f32, f32_bytes)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import msgpack
 import numpy as np
 
@@ -37,7 +39,8 @@ class SnapshotFrame:
         self._bait_records = builder.bait_records
 
     def datagrams(
-        self, slot: int, targets: list[int], baits: list[tuple[int, tuple[float, float, float]]], last_cmd_seq: int
+        self, slot: int, targets: Sequence[int] | np.ndarray, baits: list[tuple[int, tuple[float, float, float]]],
+        last_cmd_seq: int,
     ) -> list[bytes]:
         """Datagrams of ``slot``'s snapshot (see :meth:`SnapshotBuilder.build`); ``targets`` in order."""
         return self.datagrams_many(
@@ -98,11 +101,11 @@ class SnapshotFrame:
         # In viewer order: an empty run ends where the next one does, so baits of several viewers
         # can go in at one index, and there they must come in viewer order.
         mine = sorted((i, shooter) for shooter in baits if (i := viewer.get(shooter)) is not None)
-        extra = np.zeros(len(viewer), dtype=np.intp)
+        added = np.zeros(len(viewer), dtype=np.intp)
         at: list[int] = []
         shown: list[tuple[int, tuple[float, float, float]]] = []
         for i, shooter in mine:
-            extra[i] = len(baits[shooter])
+            added[i] = len(baits[shooter])
             at.extend([int(ends[i])] * len(baits[shooter]))
             shown.extend(baits[shooter])
         if not shown:
@@ -110,7 +113,7 @@ class SnapshotFrame:
         row_of: dict[tuple[int, tuple[float, float, float]], int] = {}
         rows = [row_of.setdefault(b, self._players + len(row_of)) for b in shown]
         # Inserted before index ends[i], that is after viewer i's run, in the order given.
-        return np.insert(targets, at, rows), ends + np.cumsum(extra), self._bait_records(list(row_of))
+        return np.insert(targets, at, rows), ends + np.cumsum(added), self._bait_records(list(row_of))
 
 
 class SnapshotBuilder:
@@ -169,4 +172,4 @@ class SnapshotBuilder:
             tick, server_time_s (s), last_cmd_seq: header fields (-1: no command applied yet).
         """
         frame = self.frame(world, weapons, tick=tick, server_time_s=server_time_s)
-        return frame.datagrams(slot, np.asarray(targets, dtype=np.intp).tolist(), baits, last_cmd_seq)
+        return frame.datagrams(slot, targets, baits, last_cmd_seq)

@@ -217,12 +217,19 @@ def test_first_wall_hit_clear_and_bounds(geo: MapGeometry) -> None:
 
 
 @pytest.mark.parametrize("name", ["corridors", "city"])
-def test_first_wall_hit_batches_take_one_compiled_pass_with_the_same_answers(
+def test_first_wall_hit_batches_are_the_numpy_formulation_bit_for_bit(
     builtin_geos: dict[str, MapGeometry], name: str
 ) -> None:
-    """A float64 (N, 3) batch goes through one compiled pass; lists take the numpy path. Both give
-    the same bits: rays from inside walls and from outside the bounds, vertical and level rays,
-    unnormalised directions, finite and infinite limits, one limit for all or one per ray."""
+    """One compiled pass (checks, normalisation, walk) gives the bits of the numpy formulation:
+    directions normalised by np.linalg.norm, walked by ``first_entries``, every 0 made +0.0. Rays
+    from inside walls and from outside the bounds, vertical and level rays, unnormalised
+    directions, finite and infinite limits, one limit for all or one per ray, arrays or lists."""
+    from world.ray_kernel import first_entries
+
+    def reference(o: np.ndarray, d: np.ndarray, limit: np.ndarray) -> np.ndarray:
+        unit = d / np.linalg.norm(d, axis=1, keepdims=True)
+        return first_entries(o, unit, np.array(limit, dtype=np.float64), False, *geometry._ray_args) + 0.0
+
     geometry = builtin_geos[name]
     xmin, ymin, xmax, ymax = geometry.game_map.bounds
     rng = np.random.default_rng(11)
@@ -233,10 +240,10 @@ def test_first_wall_hit_batches_take_one_compiled_pass_with_the_same_answers(
     d[1::7, 2] = 0.0  # level
     limit = rng.choice([0.0, 3.0, 40.0, math.inf], n)
     limit[::7] = np.where(limit[::7] == math.inf, 50.0, limit[::7])  # a vertical ray may not run forever
-    fast = geometry.first_wall_hit(o, d, limit)
-    slow = geometry.first_wall_hit(o.tolist(), d.tolist(), limit.tolist())
-    assert fast.tobytes() == slow.tobytes()
-    assert geometry.first_wall_hit(o, d, 25.0).tobytes() == geometry.first_wall_hit(o.tolist(), d.tolist(), 25.0).tobytes()
+    want = reference(o, d, limit)
+    assert geometry.first_wall_hit(o, d, limit).tobytes() == want.tobytes()
+    assert geometry.first_wall_hit(o.tolist(), d.tolist(), limit.tolist()).tobytes() == want.tobytes()
+    assert geometry.first_wall_hit(o, d, 25.0).tobytes() == reference(o, d, np.full(n, 25.0)).tobytes()
     # A fault anywhere in the batch is named by the general path.
     d[200] = 0.0
     with pytest.raises(ValueError, match="zero length"):

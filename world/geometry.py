@@ -413,35 +413,26 @@ class MapGeometry:
             type(origin) is np.ndarray and type(direction) is np.ndarray and origin.dtype == direction.dtype == np.float64
             and origin.ndim == 2 and origin.shape[1] == 3 and direction.shape == origin.shape
         ):
-            # A batch as hit registration hands it: one compiled pass, the general path only to
-            # name a fault.
-            md = np.array(max_dist, dtype=np.float64)
-            if md.shape != (len(origin),):
-                md = np.broadcast_to(md, (len(origin),)).copy()
-            out = np.empty(len(origin))
-            if first_entries_checked(np.ascontiguousarray(origin), np.ascontiguousarray(direction), md, out,
-                                     *self._ray_args):
-                return out
-        o = _as_points("origin", origin, (3,))
-        d = _as_points("direction", direction, (3,))
-        _same_rows("origin", o, "direction", d)
-        # np.linalg.norm(d, axis=1) without its wrapper: the same operations, the same values.
-        norm = np.sqrt(np.add.reduce(d * d, axis=1))
-        if not norm.all():
-            raise ValueError(f"direction has zero length (first bad row {int(np.flatnonzero(norm == 0.0)[0])})")
-        d = d / norm[:, np.newaxis]
-        # A copy the kernel may write; np.broadcast_to (~5 us) only for a scalar or shorter max_dist.
+            o, d = origin, direction  # a batch as hit registration hands it: nothing to convert
+        else:
+            o = _as_points("origin", origin, (3,))
+            d = _as_points("direction", direction, (3,))
+            _same_rows("origin", o, "direction", d)
+        # A copy the kernel may read; np.broadcast_to (~5 us) only for a scalar or shorter max_dist.
         md = np.array(max_dist, dtype=np.float64)
         if md.shape != (len(o),):
             md = np.broadcast_to(md, (len(o),)).copy()
-        if not (md >= 0.0).all():  # also catches NaN
-            raise ValueError("max_dist must be non-negative and not NaN (+inf is allowed)")
-        best = first_entries(o, d, md, False, *self._ray_args)
-        # A ray starting on a face can enter two pieces (or enter one and touch another) at
-        # 0.0 and -0.0, and which one is kept depends on the order the pieces are met in (so on
-        # the grid): + 0.0 makes every zero distance 0.0.
-        best += 0.0
-        return best
+        best = np.empty(len(o))
+        # Checks, normalisation and walk in one compiled pass; it gives up on any fault, which the
+        # checks below then name, in the order they have always been made.
+        if first_entries_checked(np.ascontiguousarray(o), np.ascontiguousarray(d), md, best, *self._ray_args):
+            return best
+        o = _as_points("origin", o, (3,))
+        d = _as_points("direction", d, (3,))
+        norm = np.sqrt(np.add.reduce(d * d, axis=1))
+        if not norm.all():
+            raise ValueError(f"direction has zero length (first bad row {int(np.flatnonzero(norm == 0.0)[0])})")
+        raise ValueError("max_dist must be non-negative and not NaN (+inf is allowed)")
 
     # ---------------------------------------------------------------- points
 

@@ -298,9 +298,8 @@ def first_entries_checked(
     cv_edges: np.ndarray, cell_start: np.ndarray, cell_items: np.ndarray, skip: np.ndarray,
 ) -> bool:  # pragma: no cover - compiled
     """:func:`first_entries` (``any_hit`` off) of (N, 3) origins and directions of any non-zero
-    length, normalised here as ``MapGeometry.first_wall_hit`` normalises them (the norm is
-    (x^2 + y^2) + z^2, then a correctly rounded sqrt, as np.linalg.norm over a row of three), with
-    every 0 made +0.0; into ``out``. Returns False, with ``out`` undefined, when any value is NaN or
+    length, normalised here by their norm computed as np.linalg.norm computes it over a row of
+    three ((x^2 + y^2) + z^2, then a correctly rounded sqrt), with every 0 made +0.0; into ``out``. Returns False, with ``out`` undefined, when any value is NaN or
     inf (but +inf in ``t_end``), a direction is zero or a ``t_end`` negative: the caller's checks
     then name the fault. One pass instead of about ten numpy calls around the walk."""
     n = o.shape[0]
@@ -317,6 +316,9 @@ def first_entries_checked(
         norm = math.sqrt(dx * dx + dy * dy + dz * dz)
         if norm == 0.0:
             return False
+        # A ray starting on a face can enter two pieces (or enter one and touch another) at 0.0
+        # and -0.0, and which one is kept depends on the order the pieces are met in (so on the
+        # grid): + 0.0 makes every zero distance 0.0.
         out[r] = walk(o[r, 0], o[r, 1], o[r, 2], dx / norm, dy / norm, dz / norm, t_end[r], False,
                       frame, ny, n_box, boxes, cv_height, cv_planes, cv_edges, cell_start, cell_items, skip,
                       seen, r + 1)[0] + 0.0
