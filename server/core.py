@@ -21,7 +21,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from itertools import chain
+from itertools import accumulate, chain
 from typing import Any, TypeVar
 
 import numba
@@ -78,11 +78,8 @@ def _move_speeds() -> np.ndarray:
 
 
 _MOVE_SPEED_M_S = _move_speeds()
-_CMD_NUMBERS = slice(3, 9)
-"""Command fields duration_s, forward, side, yaw_deg, pitch_deg, buttons: what movement reads."""
 _YAW, _PITCH = 3, 4
-"""Rows of yaw_deg and pitch_deg in the _CMD_NUMBERS block."""
-_CMD_POS = 12
+"""Rows of yaw_deg and pitch_deg in _TickCommands.numbers."""
 _AIM_FIELDS = (
     "player", "tick", "time_s", "seq", "yaw_deg", "pitch_deg", "recoil_pitch_deg", "recoil_yaw_deg",
     "server_punch_pitch_deg", "server_punch_yaw_deg", "buttons", "weapon", "weapon_switch", "stance", "on_ground",
@@ -255,8 +252,12 @@ class _TickCommands:
     for validation after the last round.
 
     Attributes:
+        words: (N, 13) the records' 8-byte words (``proto.command_arrays``), read-only.
         slots, times: (N,) player slot and command clock after the command (s).
-        numbers: (fields, N) ``_CMD_NUMBERS``. claimed: (N, 3) claimed positions (m).
+        numbers: (6, N) duration_s, forward, side, yaw_deg, pitch_deg and buttons: what movement
+            reads. claimed: (N, 3) claimed positions (m).
+        seq, view_yaw, view_pitch, recoil_pitch, recoil_yaw, buttons, switch: per row, those
+            fields as Python values (they go into AimSamples; angles in deg).
         yaw: (N,) the view yaw as the world keeps it, in [-180, 180) (deg).
         alive: (N,) the player is alive (so its command moves it); all_alive: all are.
         cos_sin: (2, 2, N) cos and sin of yaw and pitch (radians).
@@ -270,18 +271,28 @@ class _TickCommands:
             target slot (-1 none), stance, on ground (``_aim_gather``'s).
     """
 
-    __slots__ = ("aim", "alive", "all_alive", "claimed", "cos_sin", "ground", "move", "numbers", "pos", "prev_ground",
-                 "prev_pos", "prev_vel", "pressed", "slots", "speed", "stance", "times", "vel", "yaw")
+    __slots__ = ("aim", "alive", "all_alive", "buttons", "claimed", "cos_sin", "ground", "move", "numbers", "pos",
+                 "prev_ground", "prev_pos", "prev_vel", "pressed", "recoil_pitch", "recoil_yaw", "seq", "slots",
+                 "speed", "stance", "switch", "times", "vel", "view_pitch", "view_yaw", "words", "yaw")
 
-    def __init__(self, flat: list[proto.Command], slots: list[int], times: list[float], world: WorldState) -> None:
-        columns = tuple(zip(*flat, strict=True))
-        n = len(flat)
+    def __init__(self, words: np.ndarray, halves: np.ndarray, slots: list[int], times: list[float],
+                 world: WorldState) -> None:
+        n = words.shape[0]
+        self.words = words
         self.slots = np.array(slots, dtype=np.intp)
         self.times = np.array(times)
-        # fromiter over one flat run of Python numbers converts faster than np.array of nested tuples.
-        numbers = columns[_CMD_NUMBERS]
-        self.numbers = np.fromiter(chain.from_iterable(numbers), np.float64, len(numbers) * n).reshape(len(numbers), n)
-        self.claimed = np.fromiter(chain.from_iterable(columns[_CMD_POS]), np.float64, 3 * n).reshape(n, 3)
+        self.numbers = np.empty((6, n))
+        self.numbers[:5] = words[:, proto.CMD_DURATION : proto.CMD_PITCH + 1].T
+        self.numbers[5] = halves[:, proto.CMD_BUTTONS]
+        # A fresh C-ordered array: the validator's kernels take writable contiguous columns.
+        self.claimed = words[:, proto.CMD_POS : proto.CMD_POS + 3].copy()
+        self.seq = halves[:, proto.CMD_SEQ].tolist()
+        self.buttons = halves[:, proto.CMD_BUTTONS].tolist()
+        self.switch = halves[:, proto.CMD_SWITCH].tolist()
+        self.view_yaw = words[:, proto.CMD_YAW].tolist()
+        self.view_pitch = words[:, proto.CMD_PITCH].tolist()
+        self.recoil_pitch = words[:, proto.CMD_RECOIL_PITCH].tolist()
+        self.recoil_yaw = words[:, proto.CMD_RECOIL_YAW].tolist()
         self.yaw = (self.numbers[_YAW] + 180.0) % 360.0 - 180.0
         # Alive or dead stays as it was for the whole phase: kills come with the shots, after it.
         self.alive = world.alive[self.slots]
@@ -304,6 +315,10 @@ class _TickCommands:
         self.aim: list[list[Any]] = [[None] * n for _ in range(6)]
         self.move: MoveCommands | None = None
 
+    def command(self, row: int) -> proto.Command:
+        """Row ``row`` as a Command (for the few rows that act on the weapon)."""
+        return proto.unpack_command(self.words[row].tobytes(), 0)
+
 
 @dataclass(slots=True)
 class _Round:
@@ -311,7 +326,6 @@ class _Round:
     tick's command arrays (round after round)."""
 
     sessions: list[ClientSession]
-    cmds: list[proto.Command]
     start: int
     stop: int
     acting: list[int]
@@ -693,46 +707,59 @@ class ServerCore:
             slots, np.array(counts, dtype=np.int64), self.tick_dt_s, now_s, self.tick, positions=self.world.pos[slots]
         )
         self._tick_events.extend(evidence)
-        # Commands are applied in rounds, one command per player per round: round k holds the
-        # k-th commands, in session order (their movement is batched across rounds by _move).
-        round_sessions: list[list[ClientSession]] = []
-        round_cmds: list[list[proto.Command]] = []
-        round_times: list[list[float]] = []
-        round_acting: list[list[int]] = []
+        taken: list[list[bytes]] = []
         for session, n_ok, n in zip(sessions, accepted.tolist(), counts, strict=True):
             if n_ok < n:
                 self.rejections["timer_dropped"] += n - n_ok
-            cmds = session.take(n_ok, drop_oldest=n - n_ok)
-            # The command clock: nothing reads it while the tick's commands are applied.
-            t = session.cmd_time_s
-            shots = bool(session.shots)
-            for k, cmd in enumerate(cmds):
-                if k == len(round_cmds):
-                    round_sessions.append([])
-                    round_cmds.append([])
-                    round_times.append([])
-                    round_acting.append([])
-                t += cmd.duration_s
-                if shots or cmd.weapon_switch or cmd.buttons & _RELOAD:
-                    round_acting[k].append(len(round_cmds[k]))
-                round_sessions[k].append(session)
-                round_cmds[k].append(cmd)
-                round_times[k].append(t)
-            session.cmd_time_s = t
-            session.commands_applied += len(cmds)
-        if not round_cmds:
+            records = session.take(n_ok, drop_oldest=n - n_ok)
+            session.commands_applied += len(records)
+            taken.append(records)
+        lens = [len(records) for records in taken]
+        if not any(lens):
             self.weapons.sync_to(self.world)
             return []
+        words, halves = proto.command_arrays(b"".join(chain.from_iterable(taken)))
+        # The command clock, each player's commands in turn: nothing reads it while the tick's
+        # commands are applied.
+        durations = words[:, proto.CMD_DURATION].tolist()
+        times: list[float] = []
+        shots: list[bool] = []
+        first = 0
+        for session, n in zip(sessions, lens, strict=True):
+            t = session.cmd_time_s
+            for duration in durations[first : first + n]:
+                t += duration
+                times.append(t)
+            first += n
+            session.cmd_time_s = t
+            shots += [bool(session.shots)] * n
+        # Commands are applied in rounds, one command per player per round: round k holds the
+        # k-th commands, in session order (their movement is batched across rounds by _move).
+        # The rows above are in session order; with one command each, that is round order.
+        if max(lens) == 1:
+            members = [[s for s, n in zip(sessions, lens, strict=True) if n]]
+        else:
+            starts = [0, *accumulate(lens[:-1])]
+            order: list[int] = []
+            members = []
+            for k in range(max(lens)):
+                them = [i for i, n in enumerate(lens) if n > k]
+                order += [starts[i] + k for i in them]
+                members.append([sessions[i] for i in them])
+            words, halves = words[order], halves[order]
+            times = [times[r] for r in order]
+            shots = [shots[r] for r in order]
+        commands = _TickCommands(words, halves, [s.slot for them in members for s in them], times, self.world)
+        switch, buttons = commands.switch, commands.buttons
+        acting_rows = [r for r, shot in enumerate(shots) if shot or switch[r] or buttons[r] & _RELOAD]
         rounds: list[_Round] = []
         start = 0
-        for members, cmds, acting in zip(round_sessions, round_cmds, round_acting, strict=True):
-            switches = any(cmds[i].weapon_switch for i in acting)
-            rounds.append(_Round(members, cmds, start, start + len(cmds), acting, switches, _NO_ROWS))
-            start += len(cmds)
-        flat = list(chain.from_iterable(round_cmds))
-        flat_slots = [session.slot for members in round_sessions for session in members]
-        flat_times = list(chain.from_iterable(round_times))
-        commands = _TickCommands(flat, flat_slots, flat_times, self.world)
+        for them in members:
+            stop = start + len(them)
+            acting = [r - start for r in acting_rows if start <= r < stop]
+            switches = any(switch[start + i] for i in acting)
+            rounds.append(_Round(them, start, stop, acting, switches, _NO_ROWS))
+            start = stop
         pending: list[_PendingShot] = []
         moved = 0
         for k, round_ in enumerate(rounds):
@@ -806,7 +833,7 @@ class ServerCore:
                     self.weapons.note_crouch_presses(slots[i : i + 1], float(commands.times[a + i]))
         pending: list[_PendingShot] = []
         for i in round_.acting:
-            session, cmd = round_.sessions[i], round_.cmds[i]
+            session, cmd = round_.sessions[i], commands.command(a + i)
             t_cmd = float(commands.times[a + i])
             if cmd.weapon_switch:
                 self.weapons.switch_weapon(session.slot, cmd.weapon_switch, t_cmd)
@@ -839,15 +866,15 @@ class ServerCore:
                 placed.append((r.mark, verdict.evidence))
             for j in np.flatnonzero(verdict.setback).tolist():
                 i = int(r.live[j])
-                session, cmd = r.sessions[i], r.cmds[i]
+                session, seq = r.sessions[i], commands.seq[r.start + i]
                 if verdict.verdict[j] == Verdict.PENDING and now_s - session.last_correction_s < resend_s:
                     # Still awaiting the ack of a correction just sent: it already carries this news.
                     self.counters["corrections_suppressed"] += 1
                     continue
-                session.last_correction_seq = cmd.seq
+                session.last_correction_seq = seq
                 session.last_correction_s = now_s
                 self.counters["corrections"] += 1
-                self._send(session, proto.Correction(cmd_seq=cmd.seq, pos=_vec(verdict.pos[j]),
+                self._send(session, proto.Correction(cmd_seq=seq, pos=_vec(verdict.pos[j]),
                                                      vel=_vec(commands.vel[r.start + i])))
         # Last first, so that the earlier marks still point where they did.
         for mark, evidence in reversed(placed):
@@ -913,13 +940,14 @@ class ServerCore:
         make = _aim_sample
         # Column lists, not a list per row: every list is a container the garbage collector
         # counts, and a tick makes ~190 samples.
-        for session, cmd, pp, py, sp, ang, dst, tgt, held, st, ground in zip(
-            round_.sessions, round_.cmds, wpn.punch_pitch_deg[slots].tolist(), wpn.punch_yaw_deg[slots].tolist(), speed,
-            angle, distance, target_slot, wpn.weapon[slots].tolist(), stance, on_ground, strict=True,
+        c = commands
+        for session, seq, yaw, pitch, rp, ry, buttons, switch, pp, py, sp, ang, dst, tgt, held, st, ground in zip(
+            round_.sessions, c.seq[a:b], c.view_yaw[a:b], c.view_pitch[a:b], c.recoil_pitch[a:b], c.recoil_yaw[a:b],
+            c.buttons[a:b], c.switch[a:b], wpn.punch_pitch_deg[slots].tolist(), wpn.punch_yaw_deg[slots].tolist(),
+            speed, angle, distance, target_slot, wpn.weapon[slots].tolist(), stance, on_ground, strict=True,
         ):
             sample = make(
-                session.slot, tick, now_s, cmd.seq, cmd.yaw_deg, cmd.pitch_deg, cmd.recoil_pitch_deg,
-                cmd.recoil_yaw_deg, pp, py, cmd.buttons, held, cmd.weapon_switch, st, ground, sp,
+                session.slot, tick, now_s, seq, yaw, pitch, rp, ry, pp, py, buttons, held, switch, st, ground, sp,
                 tgt if tgt >= 0 else None, ang, dst,
             )
             session.last_aim = sample

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from anticheat.events import AimSample
 from server.handshake import SessionCredentials
-from server.protocol import Command, Shot, command_seqs, unpack_command
+from server.protocol import Shot, command_record, command_seqs
 from server.rate_limit import ClientRateLimiter
 from server.replay_window import ReplayWindow
 
@@ -24,7 +24,8 @@ class ClientSession:
         window: the packet-sequence replay window; limiter: per-client rate limits.
         connected_s, last_packet_s: server times (s).
         last_applied_seq: sequence of the last command applied (-1 before any).
-        queued: commands received but not yet applied, by sequence (bounded by the core).
+        queued: commands received but not yet applied, by sequence (bounded by the core), each
+            its packed wire record: the tick reads them all as arrays at once.
         shots: shots waiting for their command, by command sequence.
         cmd_time_s: the player's command clock (s): advances by each applied command's duration.
             Weapon timing runs on it, so network jitter never makes honest shots look early,
@@ -47,7 +48,7 @@ class ClientSession:
     last_packet_s: float
     cmd_time_s: float
     last_applied_seq: int = -1
-    queued: OrderedDict[int, Command] = field(default_factory=OrderedDict)
+    queued: OrderedDict[int, bytes] = field(default_factory=OrderedDict)
     shots: dict[int, list[Shot]] = field(default_factory=dict)
     respawn_at_s: float | None = None
     last_correction_seq: int = -1
@@ -65,8 +66,8 @@ class ClientSession:
 
         ``block``: packed command records with strictly increasing sequence numbers, as
         ``proto.decode`` returns them. Redundant copies of commands already queued or applied are
-        ignored without being unpacked: each command is applied once, in order, and only new
-        ones become Command objects. When more than ``limit`` wait, the oldest are dropped.
+        ignored: each command is applied once, in order. A new one is queued as its record, still
+        packed. When more than ``limit`` wait, the oldest are dropped.
         """
         seqs = command_seqs(block)
         queued = self.queued
@@ -81,7 +82,7 @@ class ClientSession:
         else:
             newest, covered = self.last_applied_seq, True
         if covered and seqs[last] > newest and (last == 0 or seqs[last - 1] <= newest):
-            queued[seqs[last]] = unpack_command(block, last)
+            queued[seqs[last]] = command_record(block, last)
             new = 1
         else:
             new = self._queue_each(block, seqs)
@@ -114,14 +115,14 @@ class ClientSession:
                 gap = True  # a reordered packet brought a command that missed its own packets
             fresh.append(index)
         for index in reversed(fresh):
-            queued[seqs[index]] = unpack_command(block, index)
+            queued[seqs[index]] = command_record(block, index)
         if gap:  # it went in after newer commands
             self.queued = OrderedDict(sorted(queued.items()))
         return len(fresh)
 
-    def take(self, n: int, drop_oldest: int) -> list[Command]:
-        """Remove and return up to ``n`` queued commands in order, after dropping the oldest
-        ``drop_oldest`` (the timer check refused them)."""
+    def take(self, n: int, drop_oldest: int) -> list[bytes]:
+        """Remove and return up to ``n`` queued command records in order, after dropping the
+        oldest ``drop_oldest`` (the timer check refused them)."""
         queued = self.queued
         if not drop_oldest and n >= len(queued):
             # The usual case, everything at once. The queue is kept in sequence order, so its
@@ -132,7 +133,7 @@ class ClientSession:
             everything = list(queued.values())
             queued.clear()
             return everything
-        out: list[Command] = []
+        out: list[bytes] = []
         for _ in range(drop_oldest):
             if not self.queued:
                 break

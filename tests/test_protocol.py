@@ -27,6 +27,17 @@ from server.entity_block import (
     split_entities,
 )
 from server.protocol import (
+    CMD_BUTTONS,
+    CMD_DURATION,
+    CMD_FORWARD,
+    CMD_PITCH,
+    CMD_POS,
+    CMD_RECOIL_PITCH,
+    CMD_RECOIL_YAW,
+    CMD_SEQ,
+    CMD_SIDE,
+    CMD_SWITCH,
+    CMD_YAW,
     COMMAND_BYTES,
     COMMAND_STRUCT,
     COOKIE_BYTES,
@@ -60,6 +71,8 @@ from server.protocol import (
     ServerDisconnect,
     Shot,
     Snapshot,
+    command_arrays,
+    command_record,
     command_seq,
     command_seqs,
     decode,
@@ -464,6 +477,29 @@ def test_command_block_round_trip_is_bit_exact(cmds: list[Command]) -> None:
         ]
         assert all(type(x) is float for x in (*a[2:8], *a[10:12], *a.pos))
         assert all(type(x) is int for x in (a.seq, a.client_tick, a.buttons, a.weapon_switch))
+
+
+@settings(max_examples=200, deadline=None)
+@given(exact_commands())
+def test_command_arrays_read_what_unpack_command_reads(cmds: list[Command]) -> None:
+    """The server's tick reads queued records as arrays: every field, bit for bit (sign of zero too)."""
+    block = pack_commands(cmds)
+    records = b"".join(command_record(block, i) for i in range(len(cmds)))
+    assert records == block
+    words, halves = command_arrays(records)
+    assert words.shape == (len(cmds), 13) and halves.shape == (len(cmds), 26)
+    fields = {
+        "duration_s": CMD_DURATION, "forward": CMD_FORWARD, "side": CMD_SIDE, "yaw_deg": CMD_YAW,
+        "pitch_deg": CMD_PITCH, "recoil_pitch_deg": CMD_RECOIL_PITCH, "recoil_yaw_deg": CMD_RECOIL_YAW,
+    }
+    for name, word in fields.items():
+        got = words[:, word].tolist()
+        want = [getattr(c, name) for c in cmds]
+        assert [struct.pack("<d", x) for x in got] == [struct.pack("<d", x) for x in want], name
+    assert [tuple(p) for p in words[:, CMD_POS : CMD_POS + 3].tolist()] == [c.pos for c in cmds]
+    assert halves[:, CMD_SEQ].tolist() == [c.seq for c in cmds]
+    assert halves[:, CMD_BUTTONS].tolist() == [c.buttons for c in cmds]
+    assert halves[:, CMD_SWITCH].tolist() == [c.weapon_switch for c in cmds]
 
 
 def _block_reason(block: Any) -> RejectReason | None:

@@ -496,14 +496,14 @@ def test_session_queues_each_command_once_in_order() -> None:
     assert s.queue(_block(1, 2, 3, 4), (), 16) == 4
     assert s.queue(_block(2, 3, 4, 5), (), 16) == 1  # three re-sent, one new
     assert s.queue(_block(2, 3, 4, 5), (), 16) == 0  # the same INPUT again
-    assert list(s.queued) == [1, 2, 3, 4, 5] and s.queued[5] == _cmd(5)
-    assert s.take(16, 0) == [_cmd(q) for q in (1, 2, 3, 4, 5)] and s.last_applied_seq == 5
+    assert list(s.queued) == [1, 2, 3, 4, 5] and s.queued[5] == proto.pack_command(_cmd(5))
+    assert s.take(16, 0) == [proto.pack_command(_cmd(q)) for q in (1, 2, 3, 4, 5)] and s.last_applied_seq == 5
     assert s.queue(_block(3, 4, 5), (), 16) == 0  # applied already
     # 6 and 7 are lost with their packets; 9 arrives before 8 (reordered): each fills its place.
     assert s.queue(_block(8, 9), (), 16) == 2
     assert s.queue(_block(5, 6, 7, 8), (), 16) == 2
     assert list(s.queued) == [6, 7, 8, 9]
-    assert s.take(16, 0) == [_cmd(q) for q in (6, 7, 8, 9)]
+    assert s.take(16, 0) == [proto.pack_command(_cmd(q)) for q in (6, 7, 8, 9)]
     # A gap far back, with newer commands queued after it.
     assert s.queue(_block(12, 13), (), 16) == 2
     assert s.queue(_block(10, 11, 12, 13), (), 16) == 2
@@ -549,14 +549,14 @@ class _QueueModel:
     """ClientSession.queue / take written out plainly: every record checked, sort, trim."""
 
     def __init__(self) -> None:
-        self.queued: dict[int, proto.Command] = {}
+        self.queued: dict[int, bytes] = {}
         self.shots: dict[int, list[proto.Shot]] = {}
         self.applied = -1
 
     def queue(self, cmds: list[proto.Command], shots: tuple[proto.Shot, ...], limit: int) -> int:
         new = [c for c in cmds if c.seq > self.applied and c.seq not in self.queued]
         for c in new:
-            self.queued[c.seq] = c
+            self.queued[c.seq] = proto.pack_command(c)
         if new:
             for s in shots:
                 if s.cmd_seq in self.queued and s.cmd_seq not in self.shots:
@@ -568,11 +568,11 @@ class _QueueModel:
                 self.shots.pop(dropped, None)
         return len(new)
 
-    def take(self, n: int) -> list[proto.Command]:
-        out = [self.queued.pop(q) for q in list(self.queued)[:n]]
-        if out:
-            self.applied = max(self.applied, out[-1].seq)
-        return out
+    def take(self, n: int) -> list[bytes]:
+        seqs = list(self.queued)[:n]
+        if seqs:
+            self.applied = max(self.applied, seqs[-1])
+        return [self.queued.pop(q) for q in seqs]
 
 
 def test_session_queue_matches_a_plain_model_under_loss_reordering_and_duplicates() -> None:
