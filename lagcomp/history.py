@@ -350,10 +350,6 @@ class TickHistory:
         )
         return PairState(pos=pos, vel=vel, yaw=yaw, pitch=pitch, stance=stance, alive=alive, generation=gen)
 
-    def hittable_pairs(self, ring: np.ndarray, slot: np.ndarray) -> np.ndarray:
-        """Alive-and-active flag of (base record, slot) pairs (broadcasting)."""
-        return self._hittable[ring, slot]
-
     def rewind(self, times_s: np.ndarray, slots: np.ndarray | None = None) -> Rewound:
         """Player state at (S,) times (s) for (M,) slots (all slots when None): arrays of shape (S, M)."""
         t = np.asarray(times_s, dtype=np.float64).reshape(-1)

@@ -236,11 +236,6 @@ def _explain_floats(floats: np.ndarray, limits: EntityLimits) -> None:
     raise EntityBlockError("out_of_range", f"|{names[column]}| > {bound}")
 
 
-def validate_entities(records: np.ndarray, limits: EntityLimits = DEFAULT_ENTITY_LIMITS) -> None:
-    """Raise EntityBlockError unless every record would pass :func:`check_block`."""
-    check_block(records.tobytes(), limits)
-
-
 def encode_entities(
     records: np.ndarray, limits: EntityLimits = DEFAULT_ENTITY_LIMITS, *, validate: bool = True
 ) -> bytes:
@@ -260,7 +255,7 @@ def decode_entities(data: bytes, limits: EntityLimits = DEFAULT_ENTITY_LIMITS) -
     """Read and validate a wire block; returns a read-only (N,) ENTITY_DTYPE view of ``data``.
 
     Raises EntityBlockError when the length is not a multiple of ENTITY_BYTES or a record fails
-    :func:`validate_entities`.
+    :func:`check_block`.
     """
     check_block(data, limits)
     return np.frombuffer(data, dtype=ENTITY_DTYPE)
