@@ -95,25 +95,37 @@ class SnapshotFrame:
         self, slots: np.ndarray, targets: np.ndarray, ends: np.ndarray,
         baits: dict[int, list[tuple[int, tuple[float, float, float]]]],
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(rows, ends, bait records): each viewer's bait rows after its players' rows; the
-        baits' rows follow the player slots."""
+        """(rows, ends, bait records): each viewer's bait rows after its players' rows; the rows
+        of every live bait follow the player slots, in the order ``baits`` lists them (the same
+        table tick after tick while the baits live, so its records are stacked once)."""
         viewer = {slot: i for i, slot in enumerate(slots.tolist())}
         # In viewer order: an empty run ends where the next one does, so baits of several viewers
         # can go in at one index, and there they must come in viewer order.
         mine = sorted((i, shooter) for shooter in baits if (i := viewer.get(shooter)) is not None)
-        added = np.zeros(len(viewer), dtype=np.intp)
-        at: list[int] = []
-        shown: list[tuple[int, tuple[float, float, float]]] = []
-        for i, shooter in mine:
-            added[i] = len(baits[shooter])
-            at.extend([int(ends[i])] * len(baits[shooter]))
-            shown.extend(baits[shooter])
-        if not shown:
+        if not any(baits[shooter] for _, shooter in mine):
             return targets, ends, _NO_RECORDS
         row_of: dict[tuple[int, tuple[float, float, float]], int] = {}
-        rows = [row_of.setdefault(b, self._players + len(row_of)) for b in shown]
-        # Inserted before index ends[i], that is after viewer i's run, in the order given.
-        return np.insert(targets, at, rows), ends + np.cumsum(added), self._bait_records(list(row_of))
+        for shown in baits.values():
+            for b in shown:
+                row_of.setdefault(b, self._players + len(row_of))
+        end = ends.tolist()
+        added = [0] * len(end)
+        at: list[int] = []
+        rows: list[int] = []
+        for i, shooter in mine:
+            shown = baits[shooter]
+            added[i] = len(shown)
+            at += [end[i]] * len(shown)
+            rows += [row_of[b] for b in shown]
+        # np.insert(targets, at, rows) without its fixed cost: ``at`` ascends, so the k-th inserted
+        # row lands at at[k] + k and the players' rows keep their order in the other places.
+        place = np.arange(len(rows)) + np.array(at, dtype=np.intp)
+        merged = np.empty(targets.size + len(rows), dtype=np.intp)
+        players = np.ones(merged.size, dtype=bool)
+        players[place] = False
+        merged[players] = targets
+        merged[place] = rows
+        return merged, ends + np.cumsum(added), self._bait_records(list(row_of))
 
 
 class SnapshotBuilder:
@@ -125,6 +137,8 @@ class SnapshotBuilder:
         self.packer = msgpack.Packer(use_bin_type=True)
         # A bait stays put while it lives (a few seconds): its record is built once, not per tick.
         self._bait_cache: dict[tuple[int, tuple[float, float, float]], np.ndarray] = {}
+        self._bait_key: tuple[tuple[int, tuple[float, float, float]], ...] = ()
+        self._bait_table = _NO_RECORDS
         # Compile (or load from numba's cache) the writer now, with a frame's own argument types,
         # never inside the first tick that sends a snapshot.
         world = WorldState(WorldLimits(max_players=1))
@@ -133,7 +147,11 @@ class SnapshotBuilder:
 
     def bait_records(self, baits: list[tuple[int, tuple[float, float, float]]]) -> np.ndarray:
         """(N, 36) uint8 records of ``baits`` (entity id, centre m): NOT_RENDERED, at rest, full
-        health. Remembers only the baits of the latest call, the live ones."""
+        health. Remembers only the baits of the latest call, the live ones; the same list as
+        last time returns the same array (the caller must not write to it)."""
+        key = tuple(baits)
+        if key == self._bait_key:
+            return self._bait_table
         cache = self._bait_cache
         new = [b for b in baits if b not in cache]
         if new:
@@ -144,7 +162,9 @@ class SnapshotBuilder:
             ).view(np.uint8).reshape(n, ENTITY_BYTES)
             cache.update(zip(new, made, strict=True))
         self._bait_cache = {b: cache[b] for b in baits}
-        return np.stack([cache[b] for b in baits])
+        table = np.stack([cache[b] for b in baits]) if baits else _NO_RECORDS
+        self._bait_key, self._bait_table = key, table
+        return table
 
     def frame(self, world: WorldState, weapons: WeaponState, *, tick: int, server_time_s: float) -> SnapshotFrame:
         """What every snapshot of this tick is cut from: a view of ``world`` and ``weapons``

@@ -168,6 +168,9 @@ def test_a_ticks_snapshots_at_once_are_each_snapshot_alone(seed: int) -> None:
     # Listed against the viewers' order, as the server's baits come (by when they were placed).
     baits = {int(s): [(100 + 3 * k + j, (float(k), float(j), 2.15)) for j in range(int(rng.integers(1, 3)))]
              for k, s in reversed(list(enumerate(slots))) if rng.random() < 0.6}
+    # Baits of players who get no snapshot this tick are in the table too, and shown to nobody.
+    others = [int(s) for s in rng.permutation(cap) if s not in slots][:2]
+    baits.update({s: [(90 + j, (1.0, float(j), 2.15))] for j, s in enumerate(others)})
     seqs = rng.integers(-1, 1000, 12).tolist()
     got = frame.datagrams_many(slots.astype(np.intp), seqs, np.concatenate(runs).astype(np.intp),
                                np.cumsum([len(r) for r in runs]).astype(np.intp), baits)
@@ -175,3 +178,7 @@ def test_a_ticks_snapshots_at_once_are_each_snapshot_alone(seed: int) -> None:
     want = [one.datagrams(int(s), r.tolist(), baits.get(int(s), []), q)
             for s, r, q in zip(slots, runs, seqs, strict=True)]
     assert got == want
+    # The next tick, with the same baits, reuses the stacked bait records and writes the same.
+    again = builder.frame(world, WeaponState(cap), tick=5, server_time_s=0.078125)
+    assert again.datagrams_many(slots.astype(np.intp), seqs, np.concatenate(runs).astype(np.intp),
+                                np.cumsum([len(r) for r in runs]).astype(np.intp), baits) == want
