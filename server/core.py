@@ -108,6 +108,39 @@ def _slot_setter_constructor(cls: type[_T], names: tuple[str, ...]) -> Callable[
 _aim_sample = _slot_setter_constructor(AimSample, _AIM_FIELDS)
 
 
+@numba.njit(cache=True, nogil=True)
+def _command_columns(
+    words: np.ndarray, halves: np.ndarray, order: np.ndarray, numbers: np.ndarray, claimed: np.ndarray,
+    yaw: np.ndarray, rad: np.ndarray, ints: np.ndarray, floats: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """Row i of the tick's commands from record ``order[i]`` of ``words``/``halves``
+    (``proto.command_arrays``): ``numbers`` (6, N) duration_s, forward, side, yaw_deg, pitch_deg,
+    buttons; ``claimed`` (N, 3); ``yaw`` (N,) the view yaw wrapped to [-180, 180) (deg); ``rad``
+    (2, N) that yaw and the pitch in radians; ``ints`` (3, N) seq, buttons, weapon_switch;
+    ``floats`` (4, N) yaw_deg, pitch_deg, recoil_pitch_deg, recoil_yaw_deg as sent. The wrap and
+    the radians are numpy's expressions, which give the same bits compiled (x * (pi / 180) is
+    how numpy's radians computes)."""
+    to_rad = math.pi / 180.0
+    for i in range(order.shape[0]):
+        r = order[i]
+        for k in range(5):
+            numbers[k, i] = words[r, 2 + k]
+        numbers[5, i] = float(halves[r, 14])
+        for k in range(3):
+            claimed[i, k] = words[r, 10 + k]
+        y = (words[r, 5] + 180.0) % 360.0 - 180.0
+        yaw[i] = y
+        rad[0, i] = y * to_rad
+        rad[1, i] = words[r, 6] * to_rad
+        ints[0, i] = halves[r, 0]
+        ints[1, i] = halves[r, 14]
+        ints[2, i] = halves[r, 15]
+        floats[0, i] = words[r, 5]
+        floats[1, i] = words[r, 6]
+        floats[2, i] = words[r, 8]
+        floats[3, i] = words[r, 9]
+
+
 @numba.njit(cache=True)
 def _aim_candidates(
     slots: np.ndarray, stops: np.ndarray, moved: np.ndarray, cos_sin: np.ndarray, offset: int, pos: np.ndarray,
@@ -252,7 +285,8 @@ class _TickCommands:
     for validation after the last round.
 
     Attributes:
-        words: (N, 13) the records' 8-byte words (``proto.command_arrays``), read-only.
+        words, order: the records' 8-byte words (``proto.command_arrays``, read-only), row i
+            from record order[i].
         slots, times: (N,) player slot and command clock after the command (s).
         numbers: (6, N) duration_s, forward, side, yaw_deg, pitch_deg and buttons: what movement
             reads. claimed: (N, 3) claimed positions (m).
@@ -271,35 +305,31 @@ class _TickCommands:
             target slot (-1 none), stance, on ground (``_aim_gather``'s).
     """
 
-    __slots__ = ("aim", "alive", "all_alive", "buttons", "claimed", "cos_sin", "ground", "move", "numbers", "pos",
-                 "prev_ground", "prev_pos", "prev_vel", "pressed", "recoil_pitch", "recoil_yaw", "seq", "slots",
-                 "speed", "stance", "switch", "times", "vel", "view_pitch", "view_yaw", "words", "yaw")
+    __slots__ = ("aim", "alive", "all_alive", "buttons", "claimed", "cos_sin", "ground", "move", "numbers", "order",
+                 "pos", "prev_ground", "prev_pos", "prev_vel", "pressed", "recoil_pitch", "recoil_yaw", "seq",
+                 "slots", "speed", "stance", "switch", "times", "vel", "view_pitch", "view_yaw", "words", "yaw")
 
-    def __init__(self, words: np.ndarray, halves: np.ndarray, slots: list[int], times: list[float],
-                 world: WorldState) -> None:
-        n = words.shape[0]
+    def __init__(self, words: np.ndarray, halves: np.ndarray, order: np.ndarray, slots: list[int],
+                 times: list[float], world: WorldState) -> None:
+        n = order.shape[0]
         self.words = words
+        self.order = order
         self.slots = np.array(slots, dtype=np.intp)
         self.times = np.array(times)
         self.numbers = np.empty((6, n))
-        self.numbers[:5] = words[:, proto.CMD_DURATION : proto.CMD_PITCH + 1].T
-        self.numbers[5] = halves[:, proto.CMD_BUTTONS]
-        # A fresh C-ordered array: the validator's kernels take writable contiguous columns.
-        self.claimed = words[:, proto.CMD_POS : proto.CMD_POS + 3].copy()
-        self.seq = halves[:, proto.CMD_SEQ].tolist()
-        self.buttons = halves[:, proto.CMD_BUTTONS].tolist()
-        self.switch = halves[:, proto.CMD_SWITCH].tolist()
-        self.view_yaw = words[:, proto.CMD_YAW].tolist()
-        self.view_pitch = words[:, proto.CMD_PITCH].tolist()
-        self.recoil_pitch = words[:, proto.CMD_RECOIL_PITCH].tolist()
-        self.recoil_yaw = words[:, proto.CMD_RECOIL_YAW].tolist()
-        self.yaw = (self.numbers[_YAW] + 180.0) % 360.0 - 180.0
+        self.claimed = np.empty((n, 3))
+        self.yaw = np.empty(n)
+        rad = np.empty((2, n))
+        ints = np.empty((3, n), dtype=np.int64)
+        floats = np.empty((4, n))
+        _command_columns(words, halves, order, self.numbers, self.claimed, self.yaw, rad, ints, floats)
+        self.seq, self.buttons, self.switch = ints.tolist()
+        self.view_yaw, self.view_pitch, self.recoil_pitch, self.recoil_yaw = floats.tolist()
         # Alive or dead stays as it was for the whole phase: kills come with the shots, after it.
         self.alive = world.alive[self.slots]
         self.all_alive = bool(self.alive.all())
         # The transcendental functions stay numpy's (the compiled kernels' libm could differ from
         # numpy's vectorised ones in the last bit): cos and sin of every view, once.
-        rad = np.radians(np.stack((self.yaw, self.numbers[_PITCH])))
         self.cos_sin = np.empty((2, 2, n))
         np.cos(rad, out=self.cos_sin[0])
         np.sin(rad, out=self.cos_sin[1])
@@ -317,7 +347,7 @@ class _TickCommands:
 
     def command(self, row: int) -> proto.Command:
         """Row ``row`` as a Command (for the few rows that act on the weapon)."""
-        return proto.unpack_command(self.words[row].tobytes(), 0)
+        return proto.unpack_command(self.words[self.order[row]].tobytes(), 0)
 
 
 @dataclass(slots=True)
@@ -416,6 +446,7 @@ class ServerCore:
         self.weapons.sync_to(self.world)
         self._aim_kernels(np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0, bool), np.zeros((2, 2, 0)), 0,
                           np.zeros((0, 3)), np.zeros(0, np.int8), np.zeros((0, 3)), np.zeros(0, bool))
+        _TickCommands(*proto.command_arrays(b""), np.arange(0), [], [], self.world)
 
     # ------------------------------------------------------------------ time
 
@@ -738,18 +769,19 @@ class ServerCore:
         # The rows above are in session order; with one command each, that is round order.
         if max(lens) == 1:
             members = [[s for s, n in zip(sessions, lens, strict=True) if n]]
+            order = np.arange(len(times))
         else:
             starts = [0, *accumulate(lens[:-1])]
-            order: list[int] = []
+            rows: list[int] = []
             members = []
             for k in range(max(lens)):
                 them = [i for i, n in enumerate(lens) if n > k]
-                order += [starts[i] + k for i in them]
+                rows += [starts[i] + k for i in them]
                 members.append([sessions[i] for i in them])
-            words, halves = words[order], halves[order]
-            times = [times[r] for r in order]
-            shots = [shots[r] for r in order]
-        commands = _TickCommands(words, halves, [s.slot for them in members for s in them], times, self.world)
+            order = np.array(rows, dtype=np.intp)
+            times = [times[r] for r in rows]
+            shots = [shots[r] for r in rows]
+        commands = _TickCommands(words, halves, order, [s.slot for them in members for s in them], times, self.world)
         switch, buttons = commands.switch, commands.buttons
         acting_rows = [r for r, shot in enumerate(shots) if shot or switch[r] or buttons[r] & _RELOAD]
         rounds: list[_Round] = []

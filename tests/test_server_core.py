@@ -616,3 +616,39 @@ def test_a_decoder_bug_is_counted_not_raised(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.undo()
     run_ticks(core, [a, b], 8)
     assert core.tick >= 8
+
+
+def test_tick_command_columns_are_the_records_values_in_round_order() -> None:
+    """The tick reads its commands' fields with one compiled pass: each row's values are those of
+    its record, bit for bit, the yaw wrapped and the radians as numpy computes them."""
+    from server.core import _TickCommands
+    from world.state import WorldLimits, WorldState
+
+    rng = np.random.default_rng(3)
+    n = 40
+    yaw = np.concatenate([[-180.0, 180.0, 540.0, -0.0, 0.0, 359.99999999999994], rng.uniform(-720.0, 720.0, n - 6)])
+    cmds = [
+        proto.Command(int(rng.integers(0, 2**32)), i, float(rng.uniform(0, 99)), 1 / 128, float(rng.uniform(-1, 1)),
+                      float(rng.uniform(-1, 1)), float(yaw[i]), float(rng.uniform(-89, 89)), int(rng.integers(0, 512)),
+                      int(rng.integers(0, 7)), float(rng.normal()), float(rng.normal()),
+                      tuple(rng.uniform(-500, 500, 3).tolist()))
+        for i in range(n)
+    ]
+    order = rng.permutation(n).astype(np.intp)
+    world = WorldState(WorldLimits(max_players=n))
+    words, halves = proto.command_arrays(proto.pack_commands(cmds))
+    got = _TickCommands(words, halves, order, list(range(n)), [0.0] * n, world)
+    rows = [cmds[r] for r in order.tolist()]
+    bits = lambda xs: np.asarray(xs, dtype=np.float64).view(np.int64).tolist()  # noqa: E731
+    numbers = [[c.duration_s, c.forward, c.side, c.yaw_deg, c.pitch_deg, float(c.buttons)] for c in rows]
+    assert bits(got.numbers) == bits(np.array(numbers).T)
+    assert bits(got.claimed) == bits([c.pos for c in rows])
+    want_yaw = (np.array([c.yaw_deg for c in rows]) + 180.0) % 360.0 - 180.0
+    assert bits(got.yaw) == bits(want_yaw)
+    rad = np.radians(np.stack((want_yaw, [c.pitch_deg for c in rows])))
+    assert bits(got.cos_sin[0]) == bits(np.cos(rad)) and bits(got.cos_sin[1]) == bits(np.sin(rad))
+    assert (got.seq, got.buttons, got.switch) == tuple([getattr(c, f) for c in rows]
+                                                       for f in ("seq", "buttons", "weapon_switch"))
+    assert (got.view_yaw, got.view_pitch, got.recoil_pitch, got.recoil_yaw) == tuple(
+        [getattr(c, f) for c in rows] for f in ("yaw_deg", "pitch_deg", "recoil_pitch_deg", "recoil_yaw_deg"))
+    assert [got.command(i) for i in range(n)] == rows
