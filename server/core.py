@@ -141,6 +141,37 @@ def _command_columns(
         floats[3, i] = words[r, 9]
 
 
+@numba.njit(cache=True, nogil=True)
+def _round_to_world(
+    a: int, b: int, slots: np.ndarray, yaw: np.ndarray, pitch: np.ndarray, alive: np.ndarray, pos: np.ndarray,
+    vel: np.ndarray, ground: np.ndarray, stance: np.ndarray, pressed: np.ndarray, w_yaw: np.ndarray,
+    w_pitch: np.ndarray, w_pos: np.ndarray, w_vel: np.ndarray, w_ground: np.ndarray, w_stance: np.ndarray,
+    live: np.ndarray,
+) -> tuple[int, int]:  # pragma: no cover - compiled
+    """Rows ``a:b`` of the tick's commands (one round: distinct slots) into the world: every row's
+    view angles (deg), and the alive rows' simulated position, velocity (m, m/s), on-ground flag
+    and stance. Writes the alive rows' indices into the round to ``live``; returns (alive rows,
+    of them with a crouch press)."""
+    n_live = 0
+    n_pressed = 0
+    for i in range(b - a):
+        r = a + i
+        s = slots[r]
+        w_yaw[s] = yaw[r]
+        w_pitch[s] = pitch[r]
+        if alive[r]:
+            live[n_live] = i
+            n_live += 1
+            for k in range(3):
+                w_pos[s, k] = pos[r, k]
+                w_vel[s, k] = vel[r, k]
+            w_ground[s] = ground[r]
+            w_stance[s] = stance[r]
+            if pressed[r]:
+                n_pressed += 1
+    return n_live, n_pressed
+
+
 @numba.njit(cache=True)
 def _aim_candidates(
     slots: np.ndarray, stops: np.ndarray, moved: np.ndarray, cos_sin: np.ndarray, offset: int, pos: np.ndarray,
@@ -446,7 +477,11 @@ class ServerCore:
         self.weapons.sync_to(self.world)
         self._aim_kernels(np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0, bool), np.zeros((2, 2, 0)), 0,
                           np.zeros((0, 3)), np.zeros(0, np.int8), np.zeros((0, 3)), np.zeros(0, bool))
-        _TickCommands(*proto.command_arrays(b""), np.arange(0), [], [], self.world)
+        warm = _TickCommands(*proto.command_arrays(b""), np.arange(0), [], [], self.world)
+        w = self.world
+        _round_to_world(0, 0, warm.slots, warm.yaw, warm.numbers[_PITCH], warm.alive, warm.pos, warm.vel, warm.ground,
+                        warm.stance, warm.pressed, w.yaw, w.pitch, w.pos, w.vel, w.on_ground, w.stance,
+                        np.empty(0, dtype=np.intp))
 
     # ------------------------------------------------------------------ time
 
@@ -845,24 +880,21 @@ class ServerCore:
         a, b = round_.start, round_.stop
         slots = commands.slots[a:b]
         self.weapons.advance_slots(slots, commands.times[a:b])
-        w.yaw[slots] = commands.yaw[a:b]
-        w.pitch[slots] = commands.numbers[_PITCH, a:b]
-        everyone = commands.all_alive or bool(commands.alive[a:b].all())
-        live = np.arange(b - a) if everyone else np.flatnonzero(commands.alive[a:b])
-        round_.live = live
-        if live.size:
-            rows = slice(a, b) if everyone else a + live
-            ls = slots if everyone else slots[live]
+        # The kept position is always the simulated one, whatever the claim's verdict.
+        live = np.empty(b - a, dtype=np.intp)
+        n_live, n_pressed = _round_to_world(
+            a, b, commands.slots, commands.yaw, commands.numbers[_PITCH], commands.alive, commands.pos, commands.vel,
+            commands.ground, commands.stance, commands.pressed, w.yaw, w.pitch, w.pos, w.vel, w.on_ground, w.stance,
+            live,
+        )
+        round_.live = live = live[:n_live]
+        if n_live:
             round_.mark = len(self._tick_events)
-            # The kept position is always the simulated one, whatever the claim's verdict.
-            w.pos[ls] = commands.pos[rows]
-            w.vel[ls] = commands.vel[rows]
-            w.on_ground[ls] = commands.ground[rows]
-            w.stance[ls] = commands.stance[rows]
-            pressed = commands.pressed[rows]
-            if pressed.any():
-                for i in live[pressed].tolist():
-                    self.weapons.note_crouch_presses(slots[i : i + 1], float(commands.times[a + i]))
+            if n_pressed:
+                pressed = commands.pressed
+                for i in live.tolist():
+                    if pressed[a + i]:
+                        self.weapons.note_crouch_presses(slots[i : i + 1], float(commands.times[a + i]))
         pending: list[_PendingShot] = []
         for i in round_.acting:
             session, cmd = round_.sessions[i], commands.command(a + i)
