@@ -31,6 +31,13 @@ K - 1 commands later (K = 256: 4 s at 64 Hz, 2 s at 128 Hz; the window is 10 s a
 30 s). A detection found while ``result`` was
 evaluating is returned by the player's next ``on_aim`` (or ``flush``).
 
+Staggered batches. A player's first batch is shorter by an amount set by his slot (a different one
+for each of 256 consecutive slots at K = 256), every later one is K long. Players who join
+together (a match start) would otherwise fill their batches on the same few ticks, and those
+ticks would each analyse dozens of batches (0.7-1.6 ms at 64 players, the slowest ticks of a
+128 Hz server); staggered, a tick analyses about one. Where batches end changes no detection (see
+Determinism), only when it is delivered.
+
 Determinism. What is detected does not depend on where batches end (so not on K, nor on whether
 ``result`` was asked in between): every flag depends only on the sample, its predecessor and the
 carried state, the counts are integers, and each jitter value is rounded to a multiple of 2**-30
@@ -427,7 +434,10 @@ class _PlayerWindow:
         self.player = player
         self.n = n
         self.m = 0  # pending samples
-        self.due = batch  # analyse when m reaches this (1 when a detection waits in the outbox)
+        # Analyse when m reaches this (1 when a detection waits in the outbox); the first batch is
+        # cut short by a slot-dependent amount (see "Staggered batches"): 97 is odd, so 256
+        # consecutive slots get 256 different lengths when the batch is 256.
+        self.due = batch - (player * 97) % batch
         self.raw_bytes = bytearray((batch + 1) * _RAW.size)
         self.raw = np.frombuffer(self.raw_bytes).reshape(batch + 1, _NRAW)
         # Pending-sample positions before which continuity broke (skip, respawn).
@@ -564,10 +574,10 @@ class AimStatsDetector(Detector):
 
     def _deliver(self, w: _PlayerWindow) -> Sequence[Detection]:
         found = self._flush(w)
+        w.due = self._batch
         if w.outbox:
             found = w.outbox + found
             w.outbox = []
-            w.due = self._batch
         return tuple(found) if found else NO_DETECTIONS
 
     # --- the batch -----------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -487,13 +488,39 @@ def test_detection_keeps_its_sample_and_is_delivered_at_the_batch_end() -> None:
     det = AimStatsDetector()  # K = 256
     book = good_book(1)
     returned_at = [i for i, s in enumerate(aimbot_stream(640)) for _ in det.on_aim(s, book)]
-    assert returned_at == [AimStatsConfig().batch_samples - 1]
+    k = AimStatsConfig().batch_samples
+    first_batch = k - (1 * 97) % k  # player 1's staggered first batch
+    assert returned_at == [first_batch - 1]
     det1 = AimStatsDetector(AimStatsConfig(batch_samples=1))
     found = feed(det1, good_book(1), aimbot_stream(640))
     # K = 1 delivers on the very sample; any K reports the same sample and figures.
     assert [d.tick for d in found] == [AimStatsConfig().min_samples - 1]
     again = feed(AimStatsDetector(), good_book(1), aimbot_stream(640))
     assert [(d.tick, d.time_s, d.value, d.evidence) for d in again] == [(d.tick, d.time_s, d.value, d.evidence) for d in found]
+
+
+def test_players_who_join_together_fill_their_batches_on_different_commands() -> None:
+    """The first batch is cut short by a slot-dependent amount, every later one is K long: 64
+    players joining on the same tick never analyse on the same command, and what each is found
+    to do is what an unstaggered (K = 1) analysis finds."""
+    k = AimStatsConfig().batch_samples
+    det = AimStatsDetector()
+    book = good_book(*range(64))
+    analysed: dict[int, list[int]] = {p: [] for p in range(64)}
+    for i in range(3 * k):
+        for p in range(64):
+            det.on_aim(aim(i, 0.3 * i, player=p), book)
+            if det._players[p].m == 0:
+                analysed[p].append(i)
+    firsts = [analysed[p][0] for p in range(64)]
+    assert len(set(firsts)) == 64 and max(firsts) == k - 1
+    assert all(b - a == k for p in range(64) for a, b in zip(analysed[p], analysed[p][1:]))
+    stream = aimbot_stream(640)
+    for p in (0, 5, 63):
+        moved = [dataclasses.replace(s, player=p) for s in stream]
+        got = feed(AimStatsDetector(), good_book(p), moved)
+        want = feed(AimStatsDetector(AimStatsConfig(batch_samples=1)), good_book(p), moved)
+        assert [(d.tick, d.value, d.evidence) for d in got] == [(d.tick, d.value, d.evidence) for d in want] != []
 
 
 def test_result_evaluates_pending_samples_and_the_next_aim_delivers() -> None:
