@@ -65,6 +65,7 @@ from world.hitbox import (
     RADIUS,
 )
 from world.state import WorldLimits, WorldState
+from world.weapons import BONE_GROUP_OF_ID, WEAPONS
 from world.weapons import weapon as weapon_spec
 
 log = logging.getLogger(__name__)
@@ -684,13 +685,44 @@ def register_shots(
 _warm_kernels()
 
 
+def _damage_table() -> dict[int, tuple[tuple[float, ...], float]]:
+    """By weapon id: (damage at 0 m (hit points) by bone id, falloff factor per 10 m), the
+    products ``WeaponSpec.damage_at`` forms before its falloff (a Python float product is numpy's
+    float64 product, bit for bit)."""
+    table = {}
+    for wid, spec in WEAPONS.items():
+        mult = [spec.group_multiplier[g] if g >= 0 else 0.0 for g in BONE_GROUP_OF_ID.tolist()]
+        table[int(wid)] = (tuple(spec.damage * float(m) for m in mult), spec.range_modifier_per_10m)
+    return table
+
+
+_DAMAGE_AT_0M = _damage_table()
+
+
 def hit_damage(batch: ShotBatch, hits: HitBatch) -> np.ndarray:
-    """(S,) damage (hit points) of each ray: the weapon's damage at the bone and distance, 0 on a miss."""
+    """(S,) damage (hit points) of each ray: the weapon's damage at the bone and distance, 0 on a miss.
+
+    ``WeaponSpec.damage_at``'s values with its base products looked up in a table: numpy's
+    unique, masks and clips cost more than the few hit rows of a tick. The falloff stays numpy's
+    power over a float64 array per weapon, as damage_at computes it: Python's ``**`` differs from
+    it in the last bit for some distances, and replays must not."""
+    victim = hits.victim.tolist()
     dmg = np.zeros(len(batch))
-    hit = hits.victim >= 0
-    for wid in np.unique(batch.weapon[hit]):  # loops over weapon ids (a handful), not over shots
-        rows = hit & (batch.weapon == wid)
-        dmg[rows] = weapon_spec(int(wid)).damage_at(hits.bone[rows], hits.distance[rows])
+    rows = [i for i, v in enumerate(victim) if v >= 0]
+    if not rows:
+        return dmg
+    weapon = batch.weapon.tolist()
+    by_weapon: dict[int, list[int]] = {}
+    for i in rows:
+        by_weapon.setdefault(weapon[i], []).append(i)
+    bone, distance = hits.bone.tolist(), hits.distance.tolist()
+    for wid, idx in by_weapon.items():
+        entry = _DAMAGE_AT_0M.get(wid)
+        if entry is None:
+            raise KeyError(f"unknown weapon id {wid!r}")  # world.weapons.weapon's refusal
+        at_0m, modifier = entry
+        falloff = modifier ** (np.array([distance[i] for i in idx]) / 10.0)
+        dmg[idx] = np.array([at_0m[bone[i]] for i in idx]) * falloff
     return dmg
 
 
