@@ -31,7 +31,7 @@ from anticheat.events import AimSample, ConnectionSample, Detection, KillEvent, 
 from anticheat.pipeline import DetectionPipeline
 from lagcomp.history import TickHistory
 from lagcomp.hitreg import BaitTargets, ShotBatch, eye_positions, hit_damage, register_shots, to_shot_results
-from lagcomp.rewind_policy import DECISIONS, rewind_times
+from lagcomp.rewind_policy import DECISIONS, rewind_time
 from lagcomp.shot import ShotClaim
 from physics.buttons import Buttons
 from physics.movement import MoveCommands, simulate_sequence
@@ -54,7 +54,7 @@ from world.constants import CROUCHING_CHEST_M, CROUCHING_EYE_M, STANDING_CHEST_M
 from world.geometry import MapGeometry
 from world.hitbox import Bone
 from world.mapfile import GameMap
-from world.state import WorldLimits, WorldState, view_direction
+from world.state import WorldLimits, WorldState
 from world.weapons import WEAPONS, WeaponId
 
 log = logging.getLogger(__name__)
@@ -328,11 +328,19 @@ class _Round:
 
 def _crosshairs(aims: list[tuple[float, float, float, float]]) -> np.ndarray:
     """(M, 3) unit directions of the spread-free crosshairs of (yaw, pitch, punch pitch, punch yaw)
-    aims (deg): view plus punch, as physics.shot_directions aims. One view_direction call for
-    them all (numpy's trigonometry gives each element the same bits whatever the array)."""
-    yaw = [y - punch_yaw for y, _, _, punch_yaw in aims]
-    pitch = [min(90.0, max(-90.0, p + punch_pitch)) for _, p, punch_pitch, _ in aims]
-    return np.asarray(view_direction(np.array(yaw), np.array(pitch)), dtype=np.float64)
+    aims (deg): view plus punch, as physics.shot_directions aims; ``view_direction``'s values.
+    The yaws and pitches share one array, so one radians, one cos and one sin call serve them
+    all (numpy's trigonometry gives each element the same bits whatever the array)."""
+    m = len(aims)
+    angles = [y - punch_yaw for y, _, _, punch_yaw in aims]
+    angles += [min(90.0, max(-90.0, p + punch_pitch)) for _, p, punch_pitch, _ in aims]
+    rad = np.radians(np.array(angles))
+    cos, sin = np.cos(rad), np.sin(rad)
+    out = np.empty((m, 3))
+    out[:, 0] = cos[m:] * cos[:m]
+    out[:, 1] = cos[m:] * sin[:m]
+    out[:, 2] = sin[m:]
+    return out
 
 
 class ServerCore:
@@ -932,12 +940,19 @@ class ServerCore:
             return
         # Columns as Python lists, turned into arrays once: a tick has a few rays, and numpy's
         # fixed cost per call, not the arithmetic, was most of this phase.
-        rows = [(p, k) for p in pending for k in range(p.directions.shape[0])]
+        policy = self.config.rewind
+        rows: list[tuple[_PendingShot, int]] = []
+        time_list: list[float] = []
+        codes: list[int] = []
+        for p in pending:
+            # A shot's pellets share its rewind: rewind_times' values, one shot at a time in Python.
+            t, code = rewind_time(now_s, self._latency_s(p.session.slot), p.shot.view_time_s, policy)
+            for k in range(p.directions.shape[0]):
+                rows.append((p, k))
+                time_list.append(t)
+                codes.append(code)
         n_rows = len(rows)
         shooter = [p.session.slot for p, _ in rows]
-        times, codes = rewind_times(now_s, np.array([self._latency_s(s) for s in shooter]),
-                                    np.array([p.shot.view_time_s for p, _ in rows]), self.config.rewind)
-        time_list = times.tolist()
         weapon_ids = [p.shot.weapon for p, _ in rows]
         origin = [p.origin for p, _ in rows]
         direction = [p.directions for p in pending]
@@ -989,10 +1004,10 @@ class ServerCore:
             before = float(w.health[victim]) if now_health is None else now_health
             left[row] = health[victim] = float(stored(max(0.0, before - damage[row])))
         claims = {id(p): self._claim(p) for p in pending}
-        claimed_pos = self._claimed_victims(rows, times)
+        claimed_pos = self._claimed_victims(rows, time_list)
         results = to_shot_results(
             batch, hits, claims=[claims[id(p)] for p, _ in rows], tick=self.tick, time_s=now_s,
-            decisions=[DECISIONS[c] for c in codes.tolist()], damage=damage, first_contact=first_contact,
+            decisions=[DECISIONS[c] for c in codes], damage=damage, first_contact=first_contact,
             claimed_victim_pos=[claimed_pos.get(row) for row in range(n_rows)],
         )
         for row, result in enumerate(results):
@@ -1008,9 +1023,10 @@ class ServerCore:
             if remaining <= 0.0:
                 self._kill(p.session, victim, int(p.shot.weapon), result.bone, result.distance_m, now_s)
 
-    def _claimed_victims(self, rows: list[tuple[_PendingShot, int]], times: np.ndarray) -> dict[int, tuple[float, float, float]]:
+    def _claimed_victims(self, rows: list[tuple[_PendingShot, int]], times: list[float]) -> dict[int, tuple[float, float, float]]:
         """Rewound feet of each claimed victim (pellet 0 rows whose claims name a victim and a hit
-        point), by row: where the victim the client says it hit really was at the rewind time."""
+        point), by row: where the victim the client says it hit really was at the rewind time
+        (``times[row]``, s)."""
         cap = self.config.max_clients
         claimed = [r for r, (p, k) in enumerate(rows)
                    if k == 0 and p.shot.claimed_hit_point is not None and p.shot.claimed_victim is not None
@@ -1018,7 +1034,7 @@ class ServerCore:
         if not claimed or len(self.history) == 0:
             return {}
         slots = np.array([rows[r][0].shot.claimed_victim for r in claimed], dtype=np.intp)
-        b = self.history.bracket(times[claimed])
+        b = self.history.bracket(np.array([times[r] for r in claimed]))
         st = self.history.pairs(b.ring, b.frac, slots)
         return {r: _vec(st.pos[i]) for i, r in enumerate(claimed) if st.alive[i]}
 
