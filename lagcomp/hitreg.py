@@ -133,8 +133,6 @@ class ShotBatch:
         """Validate and normalise; scalars broadcast to (S,). Raises ShotError on bad input."""
         sh = np.asarray(shooter, dtype=np.intp).reshape(-1)
         s = sh.shape[0]
-        if np.any(sh < 0):
-            raise ShotError("shooter slots must be >= 0")
         try:
             # A copy: the batch owns writeable arrays (a read-only one would be a new kernel specialisation).
             o = np.array(origin, dtype=np.float64).reshape(s, 3) if s else np.zeros((0, 3))
@@ -143,10 +141,15 @@ class ShotBatch:
             rng = _column(max_range, np.float64, s)
             w = _column(weapon, np.int16, s)
             p = _column(pellet, np.int16, s)
-        except ValueError as exc:
-            raise ShotError(f"shot arrays do not match {s} shooters: {exc}") from exc
+        except Exception as exc:
+            # The shooters are checked first (_check_rays does it for the batches that get there).
+            if np.any(sh < 0):
+                raise ShotError(_RAY_ERRORS[_NEGATIVE_SHOOTER]) from None
+            if isinstance(exc, ValueError):
+                raise ShotError(f"shot arrays do not match {s} shooters: {exc}") from exc
+            raise
         unit = np.empty((s, 3))
-        failed = _check_rays(np.ascontiguousarray(o), np.ascontiguousarray(d), t, rng, unit)
+        failed = _check_rays(np.ascontiguousarray(sh), np.ascontiguousarray(o), np.ascontiguousarray(d), t, rng, unit)
         if failed:
             raise ShotError(_RAY_ERRORS[failed])
         return cls(shooter=sh, origin=o, direction=unit, time_s=t, max_range=rng, weapon=w, pellet=p)
@@ -160,7 +163,9 @@ def _column(values: np.ndarray | list[float] | float, dtype: type, s: int) -> np
     return a if a.shape == (s,) else np.broadcast_to(a, (s,)).copy()
 
 
+_NEGATIVE_SHOOTER = 7
 _RAY_ERRORS: dict[int, str] = {
+    _NEGATIVE_SHOOTER: "shooter slots must be >= 0",
     1: "origin contains NaN or inf",
     2: "direction contains NaN or inf",
     3: "time_s contains NaN or inf",
@@ -172,11 +177,16 @@ _RAY_ERRORS: dict[int, str] = {
 
 
 @numba.njit(cache=True, nogil=True)
-def _check_rays(o: np.ndarray, d: np.ndarray, t: np.ndarray, max_range: np.ndarray, unit: np.ndarray) -> int:  # pragma: no cover - compiled
+def _check_rays(
+    shooter: np.ndarray, o: np.ndarray, d: np.ndarray, t: np.ndarray, max_range: np.ndarray, unit: np.ndarray
+) -> int:  # pragma: no cover - compiled
     """0 when the rays pass ShotBatch's checks, with their unit directions in ``unit`` (each
     component divided by sqrt((x*x + y*y) + z*z), numpy's norm); else the first failed check's
-    key in ``_RAY_ERRORS`` (each check over every ray before the next one, as before: one
-    compiled pass instead of a dozen numpy calls for the few rays of a tick)."""
+    key in ``_RAY_ERRORS`` (the shooters first, then each check over every ray before the next
+    one, as before: one compiled pass instead of a dozen numpy calls for the few rays of a tick)."""
+    for i in range(shooter.shape[0]):
+        if shooter[i] < 0:
+            return _NEGATIVE_SHOOTER
     n = o.shape[0]
     for i in range(n):
         if not (math.isfinite(o[i, 0]) and math.isfinite(o[i, 1]) and math.isfinite(o[i, 2])):

@@ -340,6 +340,13 @@ def test_shot_batch_checks_in_order_and_normalises_as_numpy() -> None:
         args = {**good, **change}
         with pytest.raises(ShotError, match=reason):
             ShotBatch.build([0, 1], args["origin"], args["direction"], args["time_s"], args["max_range"])
+    # A negative shooter is named before every other fault, shapes included.
+    for change, _ in [*cases, ({"origin": [(1.0, 1.0, 1.0)] * 3}, "")]:
+        args = {**good, **change}
+        with pytest.raises(ShotError, match="shooter slots must be >= 0"):
+            ShotBatch.build([0, -1], args["origin"], args["direction"], args["time_s"], args["max_range"])
+    with pytest.raises(ShotError, match="do not match 2 shooters"):
+        ShotBatch.build([0, 1], [(1.0, 1.0, 1.0)] * 3, good["direction"], 0.0, 10.0)
 
 
 # ------------------------------------------------------------------------------ batched == naive
