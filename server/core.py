@@ -63,6 +63,8 @@ Outgoing = list[tuple[Address, bytes]]
 _CHEST_M = np.array([STANDING_CHEST_M, CROUCHING_CHEST_M])
 _EYE_M = np.array([STANDING_EYE_M, CROUCHING_EYE_M])
 _RELOAD = int(Buttons.RELOAD)
+_PENDING = int(Verdict.PENDING)
+"""An int: comparing a numpy int8 with the IntEnum goes through the enum's Python operator."""
 """An int, not the flag: ``int & IntFlag`` goes through the enum's Python operator."""
 _EMPTY_HAND_SPEED_M_S = 6.0
 _MAX_RANGE_M = {int(w): spec.max_range_m for w, spec in WEAPONS.items()}
@@ -833,11 +835,18 @@ class ServerCore:
         moved = [r for r in rounds if r.live.size]
         if not moved:
             return
-        rows: slice | np.ndarray = slice(None) if commands.all_alive else np.flatnonzero(commands.alive)
-        move = commands.move if commands.move is not None else MoveCommands.from_block(commands.numbers[:, rows])
+        columns = (commands.slots, commands.prev_pos, commands.prev_vel, commands.prev_ground, commands.pos,
+                   commands.claimed, commands.speed)
+        if commands.all_alive:
+            # Every row: the columns themselves, not views of them (a numpy call each).
+            move = commands.move if commands.move is not None else MoveCommands.from_block(commands.numbers)
+        else:
+            rows = np.flatnonzero(commands.alive)
+            move = commands.move if commands.move is not None else MoveCommands.from_block(commands.numbers[:, rows])
+            columns = tuple(c[rows] for c in columns)
+        slots, prev_pos, prev_vel, prev_ground, pos, claimed, speed = columns
         verdicts = self.validator.validate_batches(
-            [r.live.size for r in moved], commands.slots[rows], commands.prev_pos[rows], commands.prev_vel[rows],
-            commands.prev_ground[rows], move, commands.pos[rows], commands.claimed[rows], commands.speed[rows],
+            [r.live.size for r in moved], slots, prev_pos, prev_vel, prev_ground, move, pos, claimed, speed,
             self.geometry, self.tick, now_s,
         )
         resend_s = self.config.correction_resend_s
@@ -845,10 +854,11 @@ class ServerCore:
         for r, verdict in zip(moved, verdicts, strict=True):
             if verdict.evidence:
                 placed.append((r.mark, verdict.evidence))
-            for j in np.flatnonzero(verdict.setback).tolist():
+            # (A comprehension over the few flags of a round costs less than np.flatnonzero.)
+            for j in [j for j, back in enumerate(verdict.setback.tolist()) if back]:
                 i = int(r.live[j])
                 session, cmd = r.sessions[i], r.cmds[i]
-                if verdict.verdict[j] == Verdict.PENDING and now_s - session.last_correction_s < resend_s:
+                if verdict.verdict[j] == _PENDING and now_s - session.last_correction_s < resend_s:
                     # Still awaiting the ack of a correction just sent: it already carries this news.
                     self.counters["corrections_suppressed"] += 1
                     continue
