@@ -65,6 +65,7 @@ from world.hitbox import (
     RADIUS,
 )
 from world.state import WorldLimits, WorldState
+from world.weapons import BONE_GROUP_OF_ID, WEAPONS
 from world.weapons import weapon as weapon_spec
 
 log = logging.getLogger(__name__)
@@ -132,8 +133,6 @@ class ShotBatch:
         """Validate and normalise; scalars broadcast to (S,). Raises ShotError on bad input."""
         sh = np.asarray(shooter, dtype=np.intp).reshape(-1)
         s = sh.shape[0]
-        if np.any(sh < 0):
-            raise ShotError("shooter slots must be >= 0")
         try:
             # A copy: the batch owns writeable arrays (a read-only one would be a new kernel specialisation).
             o = np.array(origin, dtype=np.float64).reshape(s, 3) if s else np.zeros((0, 3))
@@ -142,10 +141,15 @@ class ShotBatch:
             rng = _column(max_range, np.float64, s)
             w = _column(weapon, np.int16, s)
             p = _column(pellet, np.int16, s)
-        except ValueError as exc:
-            raise ShotError(f"shot arrays do not match {s} shooters: {exc}") from exc
+        except Exception as exc:
+            # The shooters are checked first (_check_rays does it for the batches that get there).
+            if np.any(sh < 0):
+                raise ShotError(_RAY_ERRORS[_NEGATIVE_SHOOTER]) from None
+            if isinstance(exc, ValueError):
+                raise ShotError(f"shot arrays do not match {s} shooters: {exc}") from exc
+            raise
         unit = np.empty((s, 3))
-        failed = _check_rays(np.ascontiguousarray(o), np.ascontiguousarray(d), t, rng, unit)
+        failed = _check_rays(np.ascontiguousarray(sh), np.ascontiguousarray(o), np.ascontiguousarray(d), t, rng, unit)
         if failed:
             raise ShotError(_RAY_ERRORS[failed])
         return cls(shooter=sh, origin=o, direction=unit, time_s=t, max_range=rng, weapon=w, pellet=p)
@@ -159,7 +163,9 @@ def _column(values: np.ndarray | list[float] | float, dtype: type, s: int) -> np
     return a if a.shape == (s,) else np.broadcast_to(a, (s,)).copy()
 
 
+_NEGATIVE_SHOOTER = 7
 _RAY_ERRORS: dict[int, str] = {
+    _NEGATIVE_SHOOTER: "shooter slots must be >= 0",
     1: "origin contains NaN or inf",
     2: "direction contains NaN or inf",
     3: "time_s contains NaN or inf",
@@ -171,11 +177,16 @@ _RAY_ERRORS: dict[int, str] = {
 
 
 @numba.njit(cache=True, nogil=True)
-def _check_rays(o: np.ndarray, d: np.ndarray, t: np.ndarray, max_range: np.ndarray, unit: np.ndarray) -> int:  # pragma: no cover - compiled
+def _check_rays(
+    shooter: np.ndarray, o: np.ndarray, d: np.ndarray, t: np.ndarray, max_range: np.ndarray, unit: np.ndarray
+) -> int:  # pragma: no cover - compiled
     """0 when the rays pass ShotBatch's checks, with their unit directions in ``unit`` (each
     component divided by sqrt((x*x + y*y) + z*z), numpy's norm); else the first failed check's
-    key in ``_RAY_ERRORS`` (each check over every ray before the next one, as before: one
-    compiled pass instead of a dozen numpy calls for the few rays of a tick)."""
+    key in ``_RAY_ERRORS`` (the shooters first, then each check over every ray before the next
+    one, as before: one compiled pass instead of a dozen numpy calls for the few rays of a tick)."""
+    for i in range(shooter.shape[0]):
+        if shooter[i] < 0:
+            return _NEGATIVE_SHOOTER
     n = o.shape[0]
     for i in range(n):
         if not (math.isfinite(o[i, 0]) and math.isfinite(o[i, 1]) and math.isfinite(o[i, 2])):
@@ -684,13 +695,44 @@ def register_shots(
 _warm_kernels()
 
 
+def _damage_table() -> dict[int, tuple[tuple[float, ...], float]]:
+    """By weapon id: (damage at 0 m (hit points) by bone id, falloff factor per 10 m), the
+    products ``WeaponSpec.damage_at`` forms before its falloff (a Python float product is numpy's
+    float64 product, bit for bit)."""
+    table = {}
+    for wid, spec in WEAPONS.items():
+        mult = [spec.group_multiplier[g] if g >= 0 else 0.0 for g in BONE_GROUP_OF_ID.tolist()]
+        table[int(wid)] = (tuple(spec.damage * float(m) for m in mult), spec.range_modifier_per_10m)
+    return table
+
+
+_DAMAGE_AT_0M = _damage_table()
+
+
 def hit_damage(batch: ShotBatch, hits: HitBatch) -> np.ndarray:
-    """(S,) damage (hit points) of each ray: the weapon's damage at the bone and distance, 0 on a miss."""
+    """(S,) damage (hit points) of each ray: the weapon's damage at the bone and distance, 0 on a miss.
+
+    ``WeaponSpec.damage_at``'s values with its base products looked up in a table: numpy's
+    unique, masks and clips cost more than the few hit rows of a tick. The falloff stays numpy's
+    power over a float64 array per weapon, as damage_at computes it: Python's ``**`` differs from
+    it in the last bit for some distances, and replays must not."""
+    victim = hits.victim.tolist()
     dmg = np.zeros(len(batch))
-    hit = hits.victim >= 0
-    for wid in np.unique(batch.weapon[hit]):  # loops over weapon ids (a handful), not over shots
-        rows = hit & (batch.weapon == wid)
-        dmg[rows] = weapon_spec(int(wid)).damage_at(hits.bone[rows], hits.distance[rows])
+    rows = [i for i, v in enumerate(victim) if v >= 0]
+    if not rows:
+        return dmg
+    weapon = batch.weapon.tolist()
+    by_weapon: dict[int, list[int]] = {}
+    for i in rows:
+        by_weapon.setdefault(weapon[i], []).append(i)
+    bone, distance = hits.bone.tolist(), hits.distance.tolist()
+    for wid, idx in by_weapon.items():
+        entry = _DAMAGE_AT_0M.get(wid)
+        if entry is None:
+            raise KeyError(f"unknown weapon id {wid!r}")  # world.weapons.weapon's refusal
+        at_0m, modifier = entry
+        falloff = modifier ** (np.array([distance[i] for i in idx]) / 10.0)
+        dmg[idx] = np.array([at_0m[bone[i]] for i in idx]) * falloff
     return dmg
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "NOT_REWOUND",
     "RewindPolicy",
     "decision_of",
+    "rewind_time",
     "rewind_times",
 ]
 
@@ -85,6 +86,32 @@ def rewind_times(
         float(policy.max_unlag_s), times.reshape(-1), decisions.reshape(-1),
     )
     return times, decisions
+
+
+def rewind_time(now_s: float, latency_s: float, claimed_view_time_s: float, policy: RewindPolicy) -> tuple[float, int]:
+    """:func:`rewind_times` of one shot, in Python floats: (rewind time (s), decision code).
+
+    The same operations in the same order as ``_rewind_kernel`` (IEEE double arithmetic and
+    comparisons only, no transcendental function), so the same bits: a server tick registers one
+    to three shots, for which the arrays, broadcasting and kernel call of :func:`rewind_times`
+    cost more than the arithmetic. Arguments as :func:`rewind_times`' (s; the claim NaN when the
+    shot carried none)."""
+    n = float(now_s)
+    if not policy.enabled:
+        return n, NOT_REWOUND
+    lt = float(latency_s)
+    if not (math.isfinite(lt) and lt > 0.0):
+        lt = 0.0
+    estimate = n - lt - float(policy.interp_delay_s)
+    c = float(claimed_view_time_s)
+    if abs(c - estimate) <= float(policy.claim_tolerance_s):
+        t, d = c, CLAIMED
+    else:
+        t, d = estimate, ESTIMATE
+    oldest = n - float(policy.max_unlag_s)
+    if t < oldest:
+        t, d = oldest, MAX_UNLAG
+    return (t if (t <= n or math.isnan(t)) else n), d
 
 
 @numba.njit(cache=True, nogil=True)

@@ -695,6 +695,35 @@ def max_horizontal_speed(
     return _max_horizontal_speed_numpy(v, ground, wspeed, cmd, cfg)
 
 
+def max_speed_kernel_args(
+    vel: npt.ArrayLike,
+    on_ground: npt.ArrayLike,
+    cmd: MoveCommands,
+    weapon_speed_m_s: np.ndarray | float,
+    config: MovementConfig | None = None,
+) -> tuple[np.ndarray, ...] | None:
+    """The arguments of ``movement_kernel.max_speeds`` for :func:`max_horizontal_speed` of the same
+    arguments (checked as it checks them, raising its ValueErrors; contiguous), for a caller
+    that computes the speeds inside its own compiled pass; None where the kernel does not match
+    numpy on this platform. The kernel's values equal :func:`max_horizontal_speed`'s only where
+    ``vel`` (every column) and the weapon speeds (m/s) are finite: the caller checks that and
+    calls :func:`max_horizontal_speed` otherwise."""
+    cfg = config or _DEFAULT_CONFIG
+    n = len(cmd)
+    v = np.asarray(vel, dtype=np.float64)
+    if v.ndim != 2 or v.shape[0] != n or v.shape[1] not in (2, 3):
+        raise ValueError(f"vel must have shape ({n}, 2) or ({n}, 3), got {v.shape}")
+    ground = _as_column("on_ground", on_ground, n, bool)
+    wspeed = _as_column("weapon_speed_m_s", weapon_speed_m_s, n)
+    if not _KERNEL_EXACT:
+        return None  # pragma: no cover - depends on the platform's libm and numpy build
+    c = np.ascontiguousarray
+    return (
+        c(v), c(ground), c(wspeed), c(cmd.forward_move), c(cmd.side_move), c(cmd.yaw_deg), c(cmd.buttons),
+        c(cmd.dt_s), *_config_table(cfg),
+    )  # fmt: skip
+
+
 def _max_horizontal_speed_numpy(
     v: np.ndarray, ground: np.ndarray, wspeed: np.ndarray, cmd: MoveCommands, cfg: MovementConfig
 ) -> np.ndarray:

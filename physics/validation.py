@@ -38,7 +38,8 @@ import numpy.typing as npt
 
 from physics.config import MovementConfig, ValidationConfig
 from physics.evidence import MovementEvidence, MovementKind
-from physics.movement import MoveCommands, MoveResult, max_horizontal_speed
+from physics.movement import MoveCommands, MoveResult, max_horizontal_speed, max_speed_kernel_args
+from physics.movement_kernel import max_speeds
 from world.geometry import MapGeometry
 
 log = logging.getLogger(__name__)
@@ -93,6 +94,7 @@ _DUPLICATE = 2
 _BACKWARDS = 3
 _NEGATIVE = 4
 _BAD_DT = 5
+_NOT_FINITE = 6
 
 
 @numba.njit(cache=True)
@@ -108,6 +110,9 @@ def _check_slots(sl: np.ndarray, a: int, b: int, capacity: int) -> int:
             return _DUPLICATE
         seen[s] = True
     return _OK
+
+
+_DUPLICATE_CLAIM = "validate takes at most one claim per slot per call"
 
 
 def _raise_slot_status(status: int, capacity: int, duplicate: str) -> None:
@@ -248,15 +253,19 @@ def _validate_run(
     advantage: np.ndarray, desyncs: np.ndarray, rejected: np.ndarray, suppressed: np.ndarray,
     now_s: float, accept_m: float, ack_timeout_s: float, teleport_m: float, tolerance_factor: float, decay: float,
     adv_cap_m: float, adv_setback_m: float,
-    finite: np.ndarray, safe_claim: np.ndarray, deviation: np.ndarray, accepted: np.ndarray, pending: np.ndarray,
-    base: np.ndarray, disp_h: np.ndarray, disp_3: np.ndarray, speed_h: np.ndarray, bad: np.ndarray,
-    teleport: np.ndarray, wall: np.ndarray, speed_limit: np.ndarray, speed: np.ndarray, adv_flag: np.ndarray,
-    setback: np.ndarray, verdict: np.ndarray, n_evidence: np.ndarray,
+    flag_rows: np.ndarray, float_rows: np.ndarray, claim_rows: np.ndarray, verdict: np.ndarray, n_evidence: np.ndarray,
 ) -> int:
     """``_validate_prepare`` then ``_validate_commit`` of batch ``first``, then of the next... (batch
     j: rows ``bounds[j, 0]:bounds[j, 1]``) until a batch has rows for the wall test: returns that
     batch, prepared and not committed (the caller tests its rows and commits it), or the number
-    of batches. ``n_evidence[j]``: the commit's count of batch j."""
+    of batches. ``n_evidence[j]``: the commit's count of batch j. The per-row outputs are the
+    rows of ``flag_rows`` (finite, accepted, pending, bad, teleport, wall, speed, adv_flag,
+    setback), ``float_rows`` (deviation, disp_h, disp_3, speed_h, speed_limit, wall value) and
+    ``claim_rows`` (safe_claim, base): three arguments instead of seventeen."""
+    finite, accepted, pending, bad = flag_rows[0], flag_rows[1], flag_rows[2], flag_rows[3]
+    teleport, wall, speed, adv_flag, setback = flag_rows[4], flag_rows[5], flag_rows[6], flag_rows[7], flag_rows[8]
+    deviation, disp_h, disp_3, speed_h, speed_limit = float_rows[0], float_rows[1], float_rows[2], float_rows[3], float_rows[4]
+    safe_claim, base = claim_rows[0], claim_rows[1]
     for j in range(first, bounds.shape[0]):
         a = bounds[j, 0]
         b = bounds[j, 1]
@@ -274,6 +283,42 @@ def _validate_run(
 
 
 @numba.njit(cache=True)
+def _validate_open(
+    bounds: np.ndarray, sl: np.ndarray, capacity: int, vel: np.ndarray, ground: np.ndarray, weapon_speed: np.ndarray,
+    fwd: np.ndarray, side: np.ndarray, yaw_deg: np.ndarray, buttons: np.ndarray, cfg: np.ndarray, flags: np.ndarray,
+    prev_p: np.ndarray, claim: np.ndarray, auth: np.ndarray, dt: np.ndarray, limit: np.ndarray,
+    pending_since: np.ndarray, claim_valid: np.ndarray, last_claim: np.ndarray, advantage: np.ndarray,
+    desyncs: np.ndarray, rejected: np.ndarray, suppressed: np.ndarray,
+    now_s: float, accept_m: float, ack_timeout_s: float, teleport_m: float, tolerance_factor: float, decay: float,
+    adv_cap_m: float, adv_setback_m: float,
+    flag_rows: np.ndarray, float_rows: np.ndarray, claim_rows: np.ndarray, verdict: np.ndarray, n_evidence: np.ndarray,
+) -> int:
+    """The start of ``validate_batches`` in one compiled call: ``_check_slots`` of every batch in
+    order (minus the first failure's status), then, when every velocity component and weapon
+    speed is finite, the model's top speeds (m/s) into ``limit`` (``movement_kernel.max_speeds``:
+    ``max_horizontal_speed``'s values for finite inputs) and ``_validate_run`` from the first
+    batch (its result); else -_NOT_FINITE with nothing written (numpy's model gives the limits).
+    ``vel`` ... ``flags``: ``max_speed_kernel_args`` (its ``dt`` is ``dt``)."""
+    for j in range(bounds.shape[0]):
+        status = _check_slots(sl, bounds[j, 0], bounds[j, 1], capacity)
+        if status != _OK:
+            return -status
+    for i in range(vel.shape[0]):
+        for c in range(vel.shape[1]):
+            if not math.isfinite(vel[i, c]):
+                return -_NOT_FINITE
+    for i in range(weapon_speed.shape[0]):
+        if not math.isfinite(weapon_speed[i]):
+            return -_NOT_FINITE
+    limit[:] = max_speeds(vel, ground, weapon_speed, fwd, side, yaw_deg, buttons, dt, cfg, flags)
+    return _validate_run(
+        0, bounds, sl, prev_p, claim, auth, dt, limit, pending_since, claim_valid, last_claim, advantage, desyncs,
+        rejected, suppressed, now_s, accept_m, ack_timeout_s, teleport_m, tolerance_factor, decay, adv_cap_m,
+        adv_setback_m, flag_rows, float_rows, claim_rows, verdict, n_evidence,
+    )
+
+
+@numba.njit(cache=True)
 def _timer_kernel(
     sl: np.ndarray, n: np.ndarray, dt: np.ndarray, now_s: float,
     balance: np.ndarray, last_now: np.ndarray, forgive_s: np.ndarray, forgive_until_s: np.ndarray,
@@ -283,14 +328,19 @@ def _timer_kernel(
     accepted: np.ndarray, ahead_ms: np.ndarray, flagged: np.ndarray,
 ) -> int:
     """``TimerBalance.on_commands_batch`` after its type checks: how many slots had commands
-    flagged, or minus a status code (_NEGATIVE, _BAD_DT, _BACKWARDS), checked in that order before
-    any write."""
+    flagged, or minus a status code (_BAD_SLOT, _DUPLICATE, _NEGATIVE, _BAD_DT, _BACKWARDS),
+    checked in that order before any write. ``dt``: one duration per slot, or one for all."""
     k = sl.shape[0]
+    status = _check_slots(sl, 0, k, balance.shape[0])
+    if status != _OK:
+        return -status
     for i in range(k):
         if n[i] < 0:
             return -_NEGATIVE
+    step = 0 if dt.shape[0] == 1 else 1
     for i in range(k):
-        if not (math.isfinite(dt[i]) and dt[i] >= min_dt and dt[i] <= max_dt):
+        d = dt[i * step]
+        if not (math.isfinite(d) and d >= min_dt and d <= max_dt):
             return -_BAD_DT
     for i in range(k):
         last = last_now[sl[i]]
@@ -316,18 +366,19 @@ def _timer_kernel(
             until = now_s + forgive_window_s
         if not (bal >= floor or math.isnan(bal)):
             bal = floor
+        d = dt[i * step]
         # Tiny slack so a balance landing exactly on the allowance is still accepted.
-        room = np.floor((allowance_s - bal) / dt[i] + 1e-9)
+        room = np.floor((allowance_s - bal) / d + 1e-9)
         count = n[i]
         ok = int(min(max(room, 0.0), float(count)))
         excess = count - ok
-        ahead_ms[i] = (bal + float(count) * dt[i]) * 1000.0
-        bal = bal + float(ok) * dt[i]
+        ahead_ms[i] = (bal + float(count) * d) * 1000.0
+        bal = bal + float(ok) * d
         if forgive_burst:
-            silent = min(excess, int(np.floor(forgive / dt[i] + 1e-9)))
+            silent = min(excess, int(np.floor(forgive / d + 1e-9)))
         else:
             silent = 0
-        forgive = forgive - float(silent) * dt[i]
+        forgive = forgive - float(silent) * d
         if not (forgive >= 0.0 or math.isnan(forgive)):
             forgive = 0.0
         accepted[i] = ok
@@ -385,22 +436,31 @@ class MovementValidator:
         an empty batch of the argument types ``validate_batches`` passes."""
         slots, rows3, rows, flags = np.zeros(0, np.intp), np.zeros((0, 3)), np.zeros(0), np.zeros(0, bool)
         _check_slots(slots, 0, 0, self.capacity)
-        _validate_prepare(
-            0, 0, slots, rows3, rows3, rows3, rows, self.pending_since_s, self.claim_valid, self.last_claim,
-            0.0, 0.0, 0.0, 0.0, flags, rows3, rows, flags, flags, rows3, rows, rows, rows, flags, flags,
-        )
         _validate_commit(
             0, 0, slots, rows, rows, flags, rows3, flags, flags, rows, rows, flags, flags, flags,
             self.advantage_m, self.pending_since_s, self.last_claim, self.claim_valid,
             self.desyncs, self.rejected, self.suppressed, 0.0, 0.0, 0.0, 0.0, 0.0,
             rows, flags, flags, flags, np.zeros(0, np.int8),
         )
-        _validate_run(
-            0, np.zeros((0, 2), np.int64), slots, rows3, rows3, rows3, rows, rows, self.pending_since_s,
-            self.claim_valid, self.last_claim, self.advantage_m, self.desyncs, self.rejected, self.suppressed,
-            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, flags, rows3, rows, flags, flags, rows3, rows, rows, rows, flags,
-            flags, flags, rows, flags, flags, flags, np.zeros(0, np.int8), np.zeros(0, np.int64),
+        bounds = np.zeros((1, 2), np.int64)
+        run = (
+            rows3, rows3, rows3, rows, rows, self.pending_since_s, self.claim_valid, self.last_claim, self.advantage_m,
+            self.desyncs, self.rejected, self.suppressed, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            np.zeros((9, 0), bool), np.zeros((6, 0)), np.zeros((2, 0, 3)), np.zeros(0, np.int8), np.zeros(1, np.int64),
         )
+        _validate_run(0, bounds, slots, *run)
+        cmd = MoveCommands(rows, rows, rows, rows, np.zeros(0, np.int64), rows)
+        speed_args = max_speed_kernel_args(rows3, flags, cmd, rows, self.movement)
+        if speed_args is not None:
+            v, ground, wspeed, fwd, side, yaw, buttons, _, cfg_floats, cfg_flags = speed_args
+            _validate_open(bounds, slots, self.capacity, v, ground, wspeed, fwd, side, yaw, buttons, cfg_floats,
+                           cfg_flags, *run)
+
+    def _refuse_bad_slots(self, sl: np.ndarray, batches: np.ndarray) -> None:
+        """Raise IndexError or ValueError for the first of ``batches`` naming a slot out of range or twice."""
+        cap = self.capacity
+        for a, b in batches.tolist():
+            _raise_slot_status(_check_slots(sl, a, b, cap), cap, _DUPLICATE_CLAIM)
 
     def reset(self, slot: int, now_s: float) -> None:
         """Forget a slot's advantage after a respawn or server teleport and wait for the client to
@@ -513,48 +573,45 @@ class MovementValidator:
         a = 0
         for size in sizes:
             bounds.append((a, a + size))
-            status = _check_slots(sl, a, a + size, cap)
-            _raise_slot_status(status, cap, "validate takes at most one claim per slot per call")
             a += size
-        # Row-wise, so one call over every batch gives each row what its own batch would.
-        limit = np.ascontiguousarray(
-            max_horizontal_speed(prev_v, prev_on_ground, cmd, weapon_speed_m_s, self.movement), dtype=np.float64
-        )
-
-        finite = np.empty(k, dtype=bool)
-        safe_claim = np.empty((k, 3))
-        deviation = np.empty(k)
-        accepted = np.empty(k, dtype=bool)
-        pending = np.empty(k, dtype=bool)
-        base = np.empty((k, 3))
-        disp_h = np.empty(k)
-        disp_3 = np.empty(k)
-        speed_h = np.empty(k)
-        bad = np.empty(k, dtype=bool)
-        teleport = np.empty(k, dtype=bool)
-        wall = np.zeros(k, dtype=bool)
-        wall_value = np.zeros(k)
-        speed_limit = np.empty(k)
-        speed = np.empty(k, dtype=bool)
-        adv_flag = np.empty(k, dtype=bool)
-        setback = np.empty(k, dtype=bool)
-        verdict = np.empty(k, dtype=np.int8)
-        now = float(now_s)
-        state = (self.pending_since_s, self.claim_valid, self.last_claim, self.advantage_m, self.desyncs, self.rejected,
-                 self.suppressed)
-        limits = (now, cfg.accept_m, cfg.setback_ack_timeout_s, cfg.teleport_m, 1.0 + cfg.speed_tolerance,
-                  cfg.advantage_decay, cfg.advantage_cap_m, cfg.advantage_setback_m)
-        rows_out = (finite, safe_claim, deviation, accepted, pending, base, disp_h, disp_3, speed_h, bad, teleport, wall,
-                    speed_limit, speed, adv_flag, setback, verdict)
-        n_evidence = np.zeros(len(bounds), dtype=np.int64)
         batches = np.array(bounds, dtype=np.int64).reshape(-1, 2)
-        # Batch after batch in one compiled call; a batch with claims to test against the walls
-        # comes back here for the geometry, then the run goes on after it.
-        j = 0
+        try:
+            speed_args = max_speed_kernel_args(prev_v, prev_on_ground, cmd, weapon_speed_m_s, self.movement)
+        except Exception:
+            self._refuse_bad_slots(sl, batches)  # the slots' faults are named first, as they always were
+            raise
+        # Row-wise, so one call over every batch gives each row what its own batch would.
+        limit = np.empty(k)
+        # The per-row outputs, in three buffers (see _validate_run).
+        flag_rows = np.zeros((9, k), dtype=bool)
+        float_rows = np.zeros((6, k))
+        claim_rows = np.empty((2, k, 3))
+        verdict = np.empty(k, dtype=np.int8)
+        n_evidence = np.zeros(len(bounds), dtype=np.int64)
+        now = float(now_s)
+        run = (
+            prev_p, claim, auth, dt, limit, self.pending_since_s, self.claim_valid, self.last_claim, self.advantage_m,
+            self.desyncs, self.rejected, self.suppressed, now, cfg.accept_m, cfg.setback_ack_timeout_s, cfg.teleport_m,
+            1.0 + cfg.speed_tolerance, cfg.advantage_decay, cfg.advantage_cap_m, cfg.advantage_setback_m,
+            flag_rows, float_rows, claim_rows, verdict, n_evidence,
+        )
+        if speed_args is None:
+            j = -_NOT_FINITE
+        else:
+            v, ground, wspeed, fwd, side, yaw, buttons, _, cfg_floats, cfg_flags = speed_args
+            j = _validate_open(batches, sl, cap, v, ground, wspeed, fwd, side, yaw, buttons, cfg_floats, cfg_flags, *run)
+        if j == -_NOT_FINITE:
+            self._refuse_bad_slots(sl, batches)
+            limit[:] = max_horizontal_speed(prev_v, prev_on_ground, cmd, weapon_speed_m_s, self.movement)
+            j = _validate_run(0, batches, sl, *run)
+        _raise_slot_status(-j, cap, _DUPLICATE_CLAIM)
+        if j < len(bounds):
+            finite, accepted, pending, bad, teleport, wall, speed, adv_flag, setback = flag_rows
+            _, disp_h, _, speed_h, speed_limit, wall_value = float_rows
+            safe_claim, base = claim_rows
+        # A batch with claims to test against the walls comes back here for the geometry, then
+        # the run goes on after it.
         while j < len(bounds):
-            j = _validate_run(j, batches, sl, prev_p, claim, auth, dt, limit, *state, *limits, *rows_out, n_evidence)
-            if j == len(bounds):
-                break
             a, b = bounds[j]
             rows = a + np.flatnonzero(bad[a:b] & ~teleport[a:b])
             wall[rows], wall_value[rows] = self._wall_clip(geometry, base[rows], safe_claim[rows])
@@ -565,47 +622,62 @@ class MovementValidator:
                 now, 1.0 + cfg.speed_tolerance, cfg.advantage_decay, cfg.advantage_cap_m, cfg.advantage_setback_m,
                 speed_limit, speed, adv_flag, setback, verdict,
             )
-            j += 1
+            j = _validate_run(j + 1, batches, sl, *run)
         results = []
+        kept = auth.copy()
+        accepted, setback, deviation = flag_rows[1], flag_rows[8], float_rows[0]
         for (a, b), n_ev in zip(bounds, n_evidence.tolist(), strict=True):
-            evidence: list[MovementEvidence] = []
-            for i in a + np.flatnonzero((teleport | wall | speed | adv_flag)[a:b]) if n_ev else ():
-                if teleport[i]:
-                    kind, value, lim = MovementKind.TELEPORT, disp_3[i], cfg.teleport_m
-                elif wall[i]:
-                    kind, value, lim = MovementKind.WALL_CLIP, wall_value[i], 0.0
-                elif speed[i]:
-                    kind, value, lim = MovementKind.SPEED, speed_h[i], speed_limit[i]
-                else:
-                    # The advantage only grows on a command whose speed exceeded the model's maximum,
-                    # so here value > limit holds, with the limit without tolerance.
-                    kind, value, lim = MovementKind.SPEED, speed_h[i], limit[i]
-                evidence.append(
-                    MovementEvidence(
-                        player=int(sl[i]),
-                        tick=int(tick),
-                        time_s=now,
-                        kind=kind,
-                        value=float(value),
-                        limit=float(lim),
-                        claimed=_vec(safe_claim[i]) if finite[i] else None,
-                        authoritative=_vec(auth[i]),
-                        setback=True,
-                    )
-                )
-            if evidence:
-                log.debug("movement evidence: %s", [(e.player, e.kind.value, round(e.value, 3)) for e in evidence])
+            evidence = self._evidence(a, b, sl, auth, limit, flag_rows, float_rows, claim_rows, tick, now) if n_ev else ()
             results.append(
                 ValidationResult(
-                    pos=auth[a:b].copy(),
+                    pos=kept[a:b],
                     accepted=accepted[a:b],
                     setback=setback[a:b],
                     deviation_m=deviation[a:b],
                     verdict=verdict[a:b],
-                    evidence=tuple(evidence),
+                    evidence=evidence,
                 )
             )
         return results
+
+    def _evidence(
+        self, a: int, b: int, sl: np.ndarray, auth: np.ndarray, limit: np.ndarray, flag_rows: np.ndarray,
+        float_rows: np.ndarray, claim_rows: np.ndarray, tick: int, now: float,
+    ) -> tuple[MovementEvidence, ...]:
+        """The MovementEvidence of rows ``a:b`` of a ``validate_batches`` call (its buffers, see
+        ``_validate_run``; ``limit``: the model's top speeds, m/s)."""
+        cfg = self.config
+        finite, _, _, _, teleport, wall, speed, adv_flag, _ = flag_rows
+        _, _, disp_3, speed_h, speed_limit, wall_value = float_rows
+        safe_claim = claim_rows[0]
+        evidence: list[MovementEvidence] = []
+        for i in a + np.flatnonzero((teleport | wall | speed | adv_flag)[a:b]):
+            if teleport[i]:
+                kind, value, lim = MovementKind.TELEPORT, disp_3[i], cfg.teleport_m
+            elif wall[i]:
+                kind, value, lim = MovementKind.WALL_CLIP, wall_value[i], 0.0
+            elif speed[i]:
+                kind, value, lim = MovementKind.SPEED, speed_h[i], speed_limit[i]
+            else:
+                # The advantage only grows on a command whose speed exceeded the model's maximum,
+                # so here value > limit holds, with the limit without tolerance.
+                kind, value, lim = MovementKind.SPEED, speed_h[i], limit[i]
+            evidence.append(
+                MovementEvidence(
+                    player=int(sl[i]),
+                    tick=int(tick),
+                    time_s=now,
+                    kind=kind,
+                    value=float(value),
+                    limit=float(lim),
+                    claimed=_vec(safe_claim[i]) if finite[i] else None,
+                    authoritative=_vec(auth[i]),
+                    setback=True,
+                )
+            )
+        if evidence:
+            log.debug("movement evidence: %s", [(e.player, e.kind.value, round(e.value, 3)) for e in evidence])
+        return tuple(evidence)
 
     def _wall_clip(self, geometry: MapGeometry, prev: np.ndarray, claim: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(clipped (M,), meters of claimed path beyond the first wall contact (M,)).
@@ -663,6 +735,11 @@ class TimerBalance:
         # Load (or compile) the kernel now, not in the middle of the first tick that needs it.
         self.on_commands_batch(np.zeros(0, np.intp), np.zeros(0, np.int64), 0.01, 0.0)
 
+    def _refuse_bad_slots(self, sl: np.ndarray) -> None:
+        """Raise IndexError or ValueError when ``sl`` names a slot out of range or twice."""
+        capacity = self.balance_s.shape[0]
+        _raise_slot_status(_check_slots(sl, 0, sl.shape[0], capacity), capacity, "slots must be distinct")
+
     def reset(self, slot: int) -> None:
         """Start the slot's balance afresh (respawn, teleport, new player)."""
         self.balance_s[slot] = 0.0
@@ -698,18 +775,25 @@ class TimerBalance:
         cfg = self.config
         sl = np.ascontiguousarray(slots, dtype=np.intp)
         k = sl.shape[0]
-        capacity = self.balance_s.shape[0]
-        _raise_slot_status(_check_slots(sl, 0, k, capacity), capacity, "slots must be distinct")
+        # The slots are checked first (the kernel does it for the calls that get there): a call
+        # failing the checks below fails the slots' first when both are wrong.
         n = np.asarray(n_commands)
         if n.shape != (k,) or n.dtype.kind not in "iu":
+            self._refuse_bad_slots(sl)
             raise ValueError("n_commands must be (K,) non-negative integers")
         if n.dtype != np.int64:
             n = n.astype(np.int64)
         if isinstance(cmd_dt_s, float):
-            dt = np.full(k, cmd_dt_s)
+            # One duration for every slot: the kernel reads it for each (np.full cost ~1.5 us a tick).
+            dt = np.array([cmd_dt_s])
         else:
-            dt = np.ascontiguousarray(np.broadcast_to(np.asarray(cmd_dt_s, dtype=np.float64), (k,)))
+            try:
+                dt = np.ascontiguousarray(np.broadcast_to(np.asarray(cmd_dt_s, dtype=np.float64), (k,)))
+            except (TypeError, ValueError):
+                self._refuse_bad_slots(sl)
+                raise
         if not math.isfinite(now_s):
+            self._refuse_bad_slots(sl)
             raise ValueError("now_s must be finite")
         accepted = np.empty(k, dtype=np.int64)
         ahead_ms = np.empty(k)
@@ -721,6 +805,8 @@ class TimerBalance:
             bool(cfg.timer_forgive_lag_burst),
             accepted, ahead_ms, flagged,
         )
+        if n_flagged in (-_BAD_SLOT, -_DUPLICATE):
+            self._refuse_bad_slots(sl)
         if n_flagged == -_NEGATIVE:
             raise ValueError("n_commands must be (K,) non-negative integers")
         if n_flagged == -_BAD_DT:

@@ -312,6 +312,10 @@ class WeaponState:
         t = np.asarray(now_s, dtype=np.float64)
         if t.shape != r.shape:
             t = np.full(r.shape, t)
+        self._advance_rows(r, t)
+
+    def _advance_rows(self, r: np.ndarray, t: np.ndarray) -> None:
+        """:meth:`_advance` of an intp array of rows and a float64 array of times of its shape."""
         status = _USE_NUMPY
         if r.ndim == 1:
             tab = self.table
@@ -365,7 +369,7 @@ class WeaponState:
         t = np.asarray(now_s, dtype=np.float64)
         if rows.shape != t.shape:
             raise ValueError("slots and now_s must have the same shape")
-        self._advance(rows, t)
+        self._advance_rows(rows, t)
 
     def reloading(self, now_s: float) -> np.ndarray:
         """(N,) bool: a reload is running at ``now_s``."""

@@ -29,9 +29,9 @@ import numpy as np
 
 from anticheat.events import AimSample, ConnectionSample, Detection, KillEvent, SessionEvent, SpawnEvent
 from anticheat.pipeline import DetectionPipeline
-from lagcomp.history import TickHistory
+from lagcomp.history import RING_DELTA, RING_X, HistoryError, TickHistory, bracket_kernel
 from lagcomp.hitreg import BaitTargets, ShotBatch, eye_positions, hit_damage, register_shots, to_shot_results
-from lagcomp.rewind_policy import DECISIONS, rewind_times
+from lagcomp.rewind_policy import DECISIONS, rewind_time
 from lagcomp.shot import ShotClaim
 from physics.buttons import Buttons
 from physics.movement import MoveCommands, simulate_sequence
@@ -54,7 +54,7 @@ from world.constants import CROUCHING_CHEST_M, CROUCHING_EYE_M, STANDING_CHEST_M
 from world.geometry import MapGeometry
 from world.hitbox import Bone
 from world.mapfile import GameMap
-from world.state import WorldLimits, WorldState, view_direction
+from world.state import WorldLimits, WorldState
 from world.weapons import WEAPONS, WeaponId
 
 log = logging.getLogger(__name__)
@@ -64,6 +64,8 @@ _CHEST_M = np.array([STANDING_CHEST_M, CROUCHING_CHEST_M])
 _EYE_M = np.array([STANDING_EYE_M, CROUCHING_EYE_M])
 _RELOAD = int(Buttons.RELOAD)
 """An int, not the flag: ``int & IntFlag`` goes through the enum's Python operator."""
+_PENDING = int(Verdict.PENDING)
+"""An int: comparing a numpy int8 with the IntEnum goes through the enum's Python operator."""
 _EMPTY_HAND_SPEED_M_S = 6.0
 _MAX_RANGE_M = {int(w): spec.max_range_m for w, spec in WEAPONS.items()}
 """Weapon range (m) by plain int id: constructing the WeaponId enum per ray cost more than the lookup."""
@@ -401,13 +403,49 @@ class _Round:
     samples (the claims are validated after the tick's last round)."""
 
 
+@numba.njit(cache=True, nogil=True)
+def _rewound_feet(
+    times: np.ndarray, slots: np.ndarray, time: np.ndarray, head: int, count: int, f: np.ndarray,
+    hittable: np.ndarray, pos_out: np.ndarray, alive_out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """Feet (m) and hittable flag of (time (s), slot) pairs rewound in a history's ring
+    (``TickHistory.ring_view``): ``TickHistory.bracket`` (its kernel) then the arithmetic of
+    ``TickHistory.pairs`` (base + frac * delta), in one call instead of their ~20 numpy calls.
+    The times must be finite and the history not empty."""
+    n = times.shape[0]
+    ring = np.empty(n, dtype=np.intp)
+    frac = np.empty(n)
+    clamped = np.empty(n, dtype=np.bool_)
+    bracket_kernel(times, time, head, count, time.shape[0], ring, frac, clamped)
+    for i in range(n):
+        r = ring[i]
+        s = slots[i]
+        fr = frac[i]
+        for c in range(3):
+            pos_out[i, c] = f[r, RING_X + c, s] + fr * f[r, RING_X + c + RING_DELTA, s]
+        alive_out[i] = hittable[r, s]
+
+
+# Compile (or load from numba's cache) at import, never inside a tick: a ring's argument types.
+_rewound_feet(np.zeros(1), np.zeros(1, dtype=np.intp), np.zeros(1), 1, 1, np.zeros((1, 2 * RING_DELTA, 1)),
+              np.zeros((1, 1), dtype=np.bool_), np.empty((1, 3)), np.empty(1, dtype=np.bool_))
+
+
 def _crosshairs(aims: list[tuple[float, float, float, float]]) -> np.ndarray:
     """(M, 3) unit directions of the spread-free crosshairs of (yaw, pitch, punch pitch, punch yaw)
-    aims (deg): view plus punch, as physics.shot_directions aims. One view_direction call for
-    them all (numpy's trigonometry gives each element the same bits whatever the array)."""
-    yaw = [y - punch_yaw for y, _, _, punch_yaw in aims]
-    pitch = [min(90.0, max(-90.0, p + punch_pitch)) for _, p, punch_pitch, _ in aims]
-    return np.asarray(view_direction(np.array(yaw), np.array(pitch)), dtype=np.float64)
+    aims (deg): view plus punch, as physics.shot_directions aims; ``view_direction``'s values.
+    The yaws and pitches share one array, so one radians, one cos and one sin call serve them
+    all (numpy's trigonometry gives each element the same bits whatever the array)."""
+    m = len(aims)
+    angles = [y - punch_yaw for y, _, _, punch_yaw in aims]
+    angles += [min(90.0, max(-90.0, p + punch_pitch)) for _, p, punch_pitch, _ in aims]
+    rad = np.radians(np.array(angles))
+    cos, sin = np.cos(rad), np.sin(rad)
+    out = np.empty((m, 3))
+    out[:, 0] = cos[m:] * cos[:m]
+    out[:, 1] = cos[m:] * sin[:m]
+    out[:, 2] = sin[m:]
+    return out
 
 
 class ServerCore:
@@ -916,11 +954,18 @@ class ServerCore:
         moved = [r for r in rounds if r.live.size]
         if not moved:
             return
-        rows: slice | np.ndarray = slice(None) if commands.all_alive else np.flatnonzero(commands.alive)
-        move = commands.move if commands.move is not None else MoveCommands.from_block(commands.numbers[:, rows])
+        columns = (commands.slots, commands.prev_pos, commands.prev_vel, commands.prev_ground, commands.pos,
+                   commands.claimed, commands.speed)
+        if commands.all_alive:
+            # Every row: the columns themselves, not views of them (a numpy call each).
+            move = commands.move if commands.move is not None else MoveCommands.from_block(commands.numbers)
+        else:
+            rows = np.flatnonzero(commands.alive)
+            move = commands.move if commands.move is not None else MoveCommands.from_block(commands.numbers[:, rows])
+            columns = tuple(c[rows] for c in columns)
+        slots, prev_pos, prev_vel, prev_ground, pos, claimed, speed = columns
         verdicts = self.validator.validate_batches(
-            [r.live.size for r in moved], commands.slots[rows], commands.prev_pos[rows], commands.prev_vel[rows],
-            commands.prev_ground[rows], move, commands.pos[rows], commands.claimed[rows], commands.speed[rows],
+            [r.live.size for r in moved], slots, prev_pos, prev_vel, prev_ground, move, pos, claimed, speed,
             self.geometry, self.tick, now_s,
         )
         resend_s = self.config.correction_resend_s
@@ -928,10 +973,11 @@ class ServerCore:
         for r, verdict in zip(moved, verdicts, strict=True):
             if verdict.evidence:
                 placed.append((r.mark, verdict.evidence))
-            for j in np.flatnonzero(verdict.setback).tolist():
+            # (A comprehension over the few flags of a round costs less than np.flatnonzero.)
+            for j in [j for j, back in enumerate(verdict.setback.tolist()) if back]:
                 i = int(r.live[j])
                 session, seq = r.sessions[i], commands.seq[r.start + i]
-                if verdict.verdict[j] == Verdict.PENDING and now_s - session.last_correction_s < resend_s:
+                if verdict.verdict[j] == _PENDING and now_s - session.last_correction_s < resend_s:
                     # Still awaiting the ack of a correction just sent: it already carries this news.
                     self.counters["corrections_suppressed"] += 1
                     continue
@@ -1024,12 +1070,19 @@ class ServerCore:
             return
         # Columns as Python lists, turned into arrays once: a tick has a few rays, and numpy's
         # fixed cost per call, not the arithmetic, was most of this phase.
-        rows = [(p, k) for p in pending for k in range(p.directions.shape[0])]
+        policy = self.config.rewind
+        rows: list[tuple[_PendingShot, int]] = []
+        time_list: list[float] = []
+        codes: list[int] = []
+        for p in pending:
+            # A shot's pellets share its rewind: rewind_times' values, one shot at a time in Python.
+            t, code = rewind_time(now_s, self._latency_s(p.session.slot), p.shot.view_time_s, policy)
+            for k in range(p.directions.shape[0]):
+                rows.append((p, k))
+                time_list.append(t)
+                codes.append(code)
         n_rows = len(rows)
         shooter = [p.session.slot for p, _ in rows]
-        times, codes = rewind_times(now_s, np.array([self._latency_s(s) for s in shooter]),
-                                    np.array([p.shot.view_time_s for p, _ in rows]), self.config.rewind)
-        time_list = times.tolist()
         weapon_ids = [p.shot.weapon for p, _ in rows]
         origin = [p.origin for p, _ in rows]
         direction = [p.directions for p in pending]
@@ -1081,10 +1134,10 @@ class ServerCore:
             before = float(w.health[victim]) if now_health is None else now_health
             left[row] = health[victim] = float(stored(max(0.0, before - damage[row])))
         claims = {id(p): self._claim(p) for p in pending}
-        claimed_pos = self._claimed_victims(rows, times)
+        claimed_pos = self._claimed_victims(rows, time_list)
         results = to_shot_results(
             batch, hits, claims=[claims[id(p)] for p, _ in rows], tick=self.tick, time_s=now_s,
-            decisions=[DECISIONS[c] for c in codes.tolist()], damage=damage, first_contact=first_contact,
+            decisions=[DECISIONS[c] for c in codes], damage=damage, first_contact=first_contact,
             claimed_victim_pos=[claimed_pos.get(row) for row in range(n_rows)],
         )
         for row, result in enumerate(results):
@@ -1100,19 +1153,25 @@ class ServerCore:
             if remaining <= 0.0:
                 self._kill(p.session, victim, int(p.shot.weapon), result.bone, result.distance_m, now_s)
 
-    def _claimed_victims(self, rows: list[tuple[_PendingShot, int]], times: np.ndarray) -> dict[int, tuple[float, float, float]]:
+    def _claimed_victims(self, rows: list[tuple[_PendingShot, int]], times: list[float]) -> dict[int, tuple[float, float, float]]:
         """Rewound feet of each claimed victim (pellet 0 rows whose claims name a victim and a hit
-        point), by row: where the victim the client says it hit really was at the rewind time."""
+        point), by row: where the victim the client says it hit really was at the rewind time
+        (``times[row]``, s)."""
         cap = self.config.max_clients
         claimed = [r for r, (p, k) in enumerate(rows)
                    if k == 0 and p.shot.claimed_hit_point is not None and p.shot.claimed_victim is not None
                    and 0 <= p.shot.claimed_victim < cap]
         if not claimed or len(self.history) == 0:
             return {}
-        slots = np.array([rows[r][0].shot.claimed_victim for r in claimed], dtype=np.intp)
-        b = self.history.bracket(times[claimed])
-        st = self.history.pairs(b.ring, b.frac, slots)
-        return {r: _vec(st.pos[i]) for i, r in enumerate(claimed) if st.alive[i]}
+        at = [times[r] for r in claimed]
+        if not all(map(math.isfinite, at)):
+            raise HistoryError("rewind times must be finite")  # TickHistory.bracket's refusal
+        view = self.history.ring_view()
+        pos = np.empty((len(claimed), 3))
+        alive = np.empty(len(claimed), dtype=np.bool_)
+        _rewound_feet(np.array(at), np.array([rows[r][0].shot.claimed_victim for r in claimed], dtype=np.intp),
+                      view.time, view.head, view.count, view.f, view.hittable, pos, alive)
+        return {r: (x, y, z) for r, (x, y, z), ok in zip(claimed, pos.tolist(), alive.tolist(), strict=True) if ok}
 
     def _claim(self, p: _PendingShot) -> ShotClaim:
         s = p.shot

@@ -32,6 +32,7 @@ from world.hitbox import BONE_IDS, Bone, world_capsules
 from world.mapfile import builtin_map, parse_map
 from world.state import WorldLimits, WorldState
 from world.weapons import WeaponId
+from world.weapons import weapon as weapon_spec
 
 DT = 1.0 / 64.0
 
@@ -339,6 +340,13 @@ def test_shot_batch_checks_in_order_and_normalises_as_numpy() -> None:
         args = {**good, **change}
         with pytest.raises(ShotError, match=reason):
             ShotBatch.build([0, 1], args["origin"], args["direction"], args["time_s"], args["max_range"])
+    # A negative shooter is named before every other fault, shapes included.
+    for change, _ in [*cases, ({"origin": [(1.0, 1.0, 1.0)] * 3}, "")]:
+        args = {**good, **change}
+        with pytest.raises(ShotError, match="shooter slots must be >= 0"):
+            ShotBatch.build([0, -1], args["origin"], args["direction"], args["time_s"], args["max_range"])
+    with pytest.raises(ShotError, match="do not match 2 shooters"):
+        ShotBatch.build([0, 1], [(1.0, 1.0, 1.0)] * 3, good["direction"], 0.0, 10.0)
 
 
 # ------------------------------------------------------------------------------ batched == naive
@@ -471,3 +479,55 @@ def test_shot_results_are_to_shot_result_row_by_row(lab: MapGeometry) -> None:
                            first_contact=contact[i], claimed_victim_pos=claimed[i]) for i in range(3)]
     assert got == want
     assert [type(v) for v in (got[0].victim, got[0].bone, got[0].distance_m, got[0].origin[0])] == [int, int, float, float]
+
+
+def _damage_reference(batch: ShotBatch, hits: HitBatch) -> np.ndarray:
+    """hit_damage as it was written before its table: WeaponSpec.damage_at per weapon id."""
+    dmg = np.zeros(len(batch))
+    hit = hits.victim >= 0
+    for wid in np.unique(batch.weapon[hit]):
+        rows = hit & (batch.weapon == wid)
+        dmg[rows] = weapon_spec(int(wid)).damage_at(hits.bone[rows], hits.distance[rows])
+    return dmg
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(-1, 3),
+            st.sampled_from([int(w) for w in WeaponId]),
+            st.sampled_from([0, *BONE_IDS.tolist()]),
+            st.floats(0.0, 150.0, allow_nan=False),
+        ),
+        max_size=12,
+    )
+)
+def test_hit_damage_matches_damage_at_bit_for_bit(rows: list[tuple[int, int, int, float]]) -> None:
+    s = len(rows)
+    victim, weapon, bone, distance = (list(c) for c in zip(*rows, strict=True)) if rows else ([], [], [], [])
+    batch = ShotBatch.build(np.zeros(s, dtype=np.intp), np.zeros((s, 3)), np.tile([1.0, 0.0, 0.0], (s, 1)), 0.0, 200.0,
+                            np.array(weapon, dtype=np.int16))
+    hits = _hits(victim, bone, distance)
+    got = hit_damage(batch, hits)
+    assert got.dtype == np.float64 and got.shape == (s,)
+    np.testing.assert_array_equal(got, _damage_reference(batch, hits))
+    assert got.tobytes() == _damage_reference(batch, hits).tobytes()
+
+
+def test_hit_damage_refuses_an_unknown_weapon_that_hit() -> None:
+    batch = ShotBatch.build([0, 0], np.zeros((2, 3)), [(1.0, 0.0, 0.0)] * 2, 0.0, 10.0, [99, 0])
+    assert hit_damage(batch, _hits([-1, -1], [0, 0], [10.0, 10.0])).tolist() == [0.0, 0.0]
+    with pytest.raises(KeyError, match="99"):
+        hit_damage(batch, _hits([1, -1], [2, 0], [10.0, 10.0]))
+
+
+def _hits(victim: list[int], bone: list[int], distance: list[float]) -> HitBatch:
+    s = len(victim)
+    return HitBatch(
+        victim=np.array(victim, dtype=np.int32), bone=np.array(bone, dtype=np.int8),
+        distance=np.array(distance, dtype=np.float64), hit_point=np.zeros((s, 3)),
+        blocked_by_wall=np.zeros(s, dtype=bool), occluded_victim=np.full(s, -1, dtype=np.int32),
+        victim_pos=np.zeros((s, 3)), victim_speed=np.zeros(s), victim_generation=np.zeros(s, dtype=np.uint32),
+        clamped=np.zeros(s, dtype=bool), bait_hit=np.zeros(s, dtype=bool), bait_index=np.full(s, -1, dtype=np.int32),
+    )

@@ -14,6 +14,7 @@ from lagcomp.rewind_policy import (
     NOT_REWOUND,
     RewindPolicy,
     decision_of,
+    rewind_time,
     rewind_times,
 )
 from lagcomp.shot import RewindDecision
@@ -90,3 +91,20 @@ def test_rewind_time_always_within_max_unlag_and_now(
     assert now - max_unlag - 1e-9 <= t[0] <= now
     if d[0] == CLAIMED:
         assert abs(claim - (now - latency - interp)) <= policy.claim_tolerance_s + 1e-9
+
+
+_ANY_FLOAT = st.one_of(
+    st.floats(-5.0, 20.0, allow_nan=False), st.sampled_from([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e300, -1e300])
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_ANY_FLOAT, _ANY_FLOAT, _ANY_FLOAT, st.floats(0.0, 0.3), st.floats(0.0, 0.5), st.floats(0.05, 2.0), st.booleans())
+def test_rewind_time_equals_rewind_times_bit_for_bit(
+    now: float, latency: float, claim: float, interp: float, tolerance: float, unlag: float, enabled: bool
+) -> None:
+    policy = RewindPolicy(enabled=enabled, interp_delay_s=interp, claim_tolerance_s=tolerance, max_unlag_s=unlag)
+    t, d = rewind_time(now, latency, claim, policy)
+    ts, ds = rewind_times(now, latency, claim, policy)
+    assert type(t) is float and type(d) is int
+    assert np.array([t]).tobytes() == ts.tobytes() and d == int(ds[0])

@@ -463,3 +463,93 @@ def test_validate_batches_is_validate_batch_after_batch(wall_geometry: MapGeomet
     for name in ("advantage_m", "pending_since_s", "last_claim", "claim_valid", "desyncs", "rejected", "suppressed"):
         assert getattr(many, name).tobytes() == getattr(one, name).tobytes(), name
     assert set(Verdict) - {Verdict.SPEED} <= verdicts
+
+
+def _random_batches(rng: np.random.Generator, geometry: MapGeometry, k: int) -> tuple:
+    """validate_batches' arguments for a few random rounds of ``k`` players (claims of every kind)."""
+    sizes, parts = [], []
+    for _ in range(int(rng.integers(1, 4))):
+        sl = np.sort(rng.choice(k, int(rng.integers(1, k + 1)), replace=False))
+        sizes.append(len(sl))
+        parts.append(sl)
+    sl = np.concatenate(parts)
+    n = len(sl)
+    pos = np.column_stack([rng.uniform(-40.0, -10.0, n), rng.uniform(-30.0, 30.0, n), np.zeros(n)])
+    vel = rng.normal(0.0, 3.0, (n, 3))
+    ground = rng.random(n) < 0.7
+    cmd = MoveCommands(rng.uniform(-1, 1, n), rng.uniform(-1, 1, n), rng.uniform(-180, 180, n), np.zeros(n),
+                       rng.choice([0, int(Buttons.CROUCH), int(Buttons.JUMP), int(Buttons.SPRINT)], n), np.full(n, DT))
+    speed = rng.uniform(4.0, 7.0, n)
+    res = simulate(pos, vel, ground, np.zeros(n, dtype=np.int8), cmd, speed, geometry)
+    claimed = res.pos + rng.choice([0.0, 0.01, 0.2, 1.0, 50.0], (n, 1)) * rng.normal(size=(n, 3))
+    claimed[rng.random(n) < 0.1] = (WALL_X + 1.0, 0.0, 0.0)
+    return sizes, sl, pos, vel, ground, cmd, res.pos, claimed, speed
+
+
+def _outcome(v: MovementValidator, args: tuple, tick: int, geometry: MapGeometry) -> list[tuple]:
+    return [
+        (r.pos.tobytes(), r.accepted.tobytes(), r.setback.tobytes(), r.deviation_m.tobytes(), r.verdict.tobytes(),
+         r.evidence)
+        for r in v.validate_batches(*args, geometry, tick, tick * DT)
+    ]
+
+
+@pytest.mark.parametrize("fault", ["none", "nan_vel", "inf_speed"])
+def test_compiled_speed_limits_are_max_horizontal_speed(
+    wall_geometry: MapGeometry, monkeypatch: pytest.MonkeyPatch, fault: str
+) -> None:
+    """The top speeds computed inside validate_batches' compiled pass give every verdict,
+    evidence value and counter that max_horizontal_speed's numpy model gives (which still runs
+    where a velocity or weapon speed is not finite)."""
+    import physics.validation as validation
+
+    rng = np.random.default_rng(17)
+    k = 10
+    compiled, numpy_model = MovementValidator(k), MovementValidator(k)
+    for tick in range(80):
+        args = list(_random_batches(rng, wall_geometry, k))
+        if fault == "nan_vel":
+            args[3][0, 2] = np.nan  # a vertical component: the kernel's check covers every column
+        elif fault == "inf_speed":
+            args[8][-1] = np.inf
+        got = _outcome(compiled, tuple(args), tick, wall_geometry)
+        with monkeypatch.context() as m:
+            m.setattr(validation, "max_speed_kernel_args", lambda *a, **kw: None)
+            want = _outcome(numpy_model, tuple(args), tick, wall_geometry)
+        assert got == want
+    for name in ("advantage_m", "pending_since_s", "last_claim", "claim_valid", "desyncs", "rejected", "suppressed"):
+        assert getattr(compiled, name).tobytes() == getattr(numpy_model, name).tobytes(), name
+
+
+def test_validate_batches_names_slot_faults_first(wall_geometry: MapGeometry) -> None:
+    rng = np.random.default_rng(2)
+    sizes, sl, pos, vel, ground, cmd, auth, claimed, speed = _random_batches(rng, wall_geometry, 6)
+    v = MovementValidator(6)
+    bad = sl.copy()
+    bad[-1] = 6
+    dup = sl.copy()
+    dup[-1] = dup[-2] if sizes[-1] > 1 else 7
+    short = speed[:-1]
+    for slots, err in ((bad, IndexError), (dup, (IndexError, ValueError))):
+        for weapon_speed, on_ground in ((speed, ground), (short, ground), (speed, ground[:-1])):
+            with pytest.raises(err) as info:
+                v.validate_batches(sizes, slots, pos, vel, on_ground, cmd, auth, claimed, weapon_speed, wall_geometry, 0, 0.0)
+            assert "shape" not in str(info.value)
+    with pytest.raises(ValueError, match="weapon_speed_m_s must have shape"):
+        v.validate_batches(sizes, sl, pos, vel, ground, cmd, auth, claimed, short, wall_geometry, 0, 0.0)
+    with pytest.raises(ValueError, match="on_ground must have shape"):
+        v.validate_batches(sizes, sl, pos, vel, ground[:-1], cmd, auth, claimed, speed, wall_geometry, 0, 0.0)
+    assert v.desyncs.sum() == 0 and np.isnan(v.pending_since_s).all()  # refused calls write nothing
+
+
+def test_timer_names_slot_faults_first() -> None:
+    timer = TimerBalance(4)
+    for slots in (np.array([0, 4]), np.array([1, 1])):
+        err = IndexError if 4 in slots else ValueError
+        for counts, dt, now in ((np.array([1, 2]), DT, 0.0), (np.array([1.0, 2.0]), DT, 0.0),
+                                (np.array([1, -2]), DT, 0.0), (np.array([1, 2]), np.zeros(3), 0.0),
+                                (np.array([1, 2]), DT, np.nan), (np.array([1, 2]), 0.0, 0.0)):
+            with pytest.raises(err, match="slot out of range" if err is IndexError else "slots must be distinct"):
+                timer.on_commands_batch(slots, counts, dt, now)
+    accepted, _ = timer.on_commands_batch(np.array([2, 0, 3]), np.array([1, 0, 2]), np.array([DT, 2 * DT, DT]), 0.0)
+    assert accepted.tolist() == [1, 0, 2]
