@@ -30,6 +30,8 @@ from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from anticheat.aimdetect_features import FEATURE_NAMES, FeatureConfig, FeatureExtractor, KillFeatures
 from anticheat.aimdetect_model import TrainedModel, load_shipped_model
 from anticheat.detector import NO_DETECTIONS, Detector
@@ -86,6 +88,8 @@ class AimDetectDetector(Detector):
         self.theta1 = model.tpr
         # Fails here, not on the first kill, when the model is no better than chance.
         ThresholdRandomWalk(self.theta0, self.theta1, self.config.alpha, self.config.beta)
+        # Compile (or load) the classifier's kernel for this model's arrays now, not on the first kill.
+        model.predict(np.zeros(len(FEATURE_NAMES)))
         self.features = FeatureExtractor(self.config.features)
         self._walks: dict[int, ThresholdRandomWalk] = {}
         self._reported: set[int] = set()
