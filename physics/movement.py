@@ -678,21 +678,25 @@ def max_horizontal_speed(
     c in {-1, 0, 1, (cap - A)/s, cap/s}. Walls only remove speed, so this bounds every outcome.
     """
     cfg = config or _DEFAULT_CONFIG
+    args = max_speed_kernel_args(vel, on_ground, cmd, weapon_speed_m_s, cfg)
+    v, ground, wspeed = _checked_speed_inputs(vel, on_ground, cmd, weapon_speed_m_s) if args is None else args[:3]
+    if args is not None and _all_finite(v) and _all_finite(wspeed):
+        # The same operations row by row in the compiled kernel (the numpy code below is its
+        # reference; non-finite rows take it, where numpy's NaN propagation rules apply).
+        return movement_kernel.max_speeds(*args)
+    return _max_horizontal_speed_numpy(v, ground, wspeed, cmd, cfg)
+
+
+def _checked_speed_inputs(
+    vel: npt.ArrayLike, on_ground: npt.ArrayLike, cmd: MoveCommands, weapon_speed_m_s: np.ndarray | float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(vel (N, 2|3), on_ground (N,), weapon speed (N,)) as :func:`max_horizontal_speed` takes
+    them; ValueError on a wrong shape."""
     n = len(cmd)
     v = np.asarray(vel, dtype=np.float64)
     if v.ndim != 2 or v.shape[0] != n or v.shape[1] not in (2, 3):
         raise ValueError(f"vel must have shape ({n}, 2) or ({n}, 3), got {v.shape}")
-    ground = _as_column("on_ground", on_ground, n, bool)
-    wspeed = _as_column("weapon_speed_m_s", weapon_speed_m_s, n)
-    if _KERNEL_EXACT and _all_finite(v) and _all_finite(wspeed):
-        # The same operations row by row in the compiled kernel (the numpy code below is its
-        # reference; non-finite rows take it, where numpy's NaN propagation rules apply).
-        c = np.ascontiguousarray
-        return movement_kernel.max_speeds(
-            c(v), c(ground), c(wspeed), c(cmd.forward_move), c(cmd.side_move), c(cmd.yaw_deg), c(cmd.buttons),
-            c(cmd.dt_s), *_config_table(cfg),
-        )  # fmt: skip
-    return _max_horizontal_speed_numpy(v, ground, wspeed, cmd, cfg)
+    return v, _as_column("on_ground", on_ground, n, bool), _as_column("weapon_speed_m_s", weapon_speed_m_s, n)
 
 
 def max_speed_kernel_args(
@@ -709,12 +713,7 @@ def max_speed_kernel_args(
     ``vel`` (every column) and the weapon speeds (m/s) are finite: the caller checks that and
     calls :func:`max_horizontal_speed` otherwise."""
     cfg = config or _DEFAULT_CONFIG
-    n = len(cmd)
-    v = np.asarray(vel, dtype=np.float64)
-    if v.ndim != 2 or v.shape[0] != n or v.shape[1] not in (2, 3):
-        raise ValueError(f"vel must have shape ({n}, 2) or ({n}, 3), got {v.shape}")
-    ground = _as_column("on_ground", on_ground, n, bool)
-    wspeed = _as_column("weapon_speed_m_s", weapon_speed_m_s, n)
+    v, ground, wspeed = _checked_speed_inputs(vel, on_ground, cmd, weapon_speed_m_s)
     if not _KERNEL_EXACT:
         return None  # pragma: no cover - depends on the platform's libm and numpy build
     c = np.ascontiguousarray
