@@ -448,6 +448,23 @@ def _crosshairs(aims: list[tuple[float, float, float, float]]) -> np.ndarray:
     return out
 
 
+def _round_rows(lens: list[int]) -> tuple[list[list[int]], list[int] | None]:
+    """Rounds of commands taken ``lens[i]`` per session, rows in session order (session 0's
+    commands, then session 1's...): each round's sessions (indices, in order) and, for each row
+    in round order, its row in session order (None when the two orders are the same: one command
+    per session at most)."""
+    if max(lens) == 1:
+        return [[i for i, n in enumerate(lens) if n]], None
+    starts = [0, *accumulate(lens[:-1])]
+    members: list[list[int]] = []
+    rows: list[int] = []
+    for k in range(max(lens)):
+        them = [i for i, n in enumerate(lens) if n > k]
+        members.append(them)
+        rows += [starts[i] + k for i in them]
+    return members, rows
+
+
 class ServerCore:
     """One match's authoritative server (sans-IO).
 
@@ -800,6 +817,23 @@ class ServerCore:
         sessions = [s for s in self.by_slot.values() if s.queued]
         if not sessions:
             return []
+        taken = self._take_commands(sessions, now_s)
+        if not any(taken):
+            self.weapons.sync_to(self.world)
+            return []
+        commands, rounds = self._tick_commands(sessions, taken)
+        pending: list[_PendingShot] = []
+        moved = 0
+        for k, round_ in enumerate(rounds):
+            if k == moved:
+                moved = self._move(rounds, k, commands)
+            pending.extend(self._apply_round(round_, commands, now_s))
+        self._validate_moves(rounds, commands, now_s)
+        self.weapons.sync_to(self.world)
+        return pending
+
+    def _take_commands(self, sessions: list[ClientSession], now_s: float) -> list[list[bytes]]:
+        """Each session's command records to apply this tick (the timer check's share of its queue)."""
         for s in sessions:
             if s.last_applied_seq < 0:
                 # The client's first commands: it may have learnt its spawn only now (a lost ACCEPT
@@ -818,10 +852,15 @@ class ServerCore:
             records = session.take(n_ok, drop_oldest=n - n_ok)
             session.commands_applied += len(records)
             taken.append(records)
+        return taken
+
+    def _tick_commands(
+        self, sessions: list[ClientSession], taken: list[list[bytes]]
+    ) -> tuple[_TickCommands, list[_Round]]:
+        """The taken records as the tick's command arrays, in rounds: one command per player per
+        round, round k holding the k-th commands in session order (their movement is batched
+        across rounds by _move). Advances each session's command clock."""
         lens = [len(records) for records in taken]
-        if not any(lens):
-            self.weapons.sync_to(self.world)
-            return []
         words, halves = proto.command_arrays(b"".join(chain.from_iterable(taken)))
         # The command clock, each player's commands in turn: nothing reads it while the tick's
         # commands are applied.
@@ -837,43 +876,26 @@ class ServerCore:
             first += n
             session.cmd_time_s = t
             shots += [bool(session.shots)] * n
-        # Commands are applied in rounds, one command per player per round: round k holds the
-        # k-th commands, in session order (their movement is batched across rounds by _move).
-        # The rows above are in session order; with one command each, that is round order.
-        if max(lens) == 1:
-            members = [[s for s, n in zip(sessions, lens, strict=True) if n]]
+        members, rows = _round_rows(lens)
+        if rows is None:
             order = np.arange(len(times))
         else:
-            starts = [0, *accumulate(lens[:-1])]
-            rows: list[int] = []
-            members = []
-            for k in range(max(lens)):
-                them = [i for i, n in enumerate(lens) if n > k]
-                rows += [starts[i] + k for i in them]
-                members.append([sessions[i] for i in them])
             order = np.array(rows, dtype=np.intp)
             times = [times[r] for r in rows]
             shots = [shots[r] for r in rows]
-        commands = _TickCommands(words, halves, order, [s.slot for them in members for s in them], times, self.world)
+        them_all = [[sessions[i] for i in them] for them in members]
+        commands = _TickCommands(words, halves, order, [s.slot for them in them_all for s in them], times, self.world)
         switch, buttons = commands.switch, commands.buttons
         acting_rows = [r for r, shot in enumerate(shots) if shot or switch[r] or buttons[r] & _RELOAD]
         rounds: list[_Round] = []
         start = 0
-        for them in members:
+        for them in them_all:
             stop = start + len(them)
             acting = [r - start for r in acting_rows if start <= r < stop]
             switches = any(switch[start + i] for i in acting)
             rounds.append(_Round(them, start, stop, acting, switches, _NO_ROWS))
             start = stop
-        pending: list[_PendingShot] = []
-        moved = 0
-        for k, round_ in enumerate(rounds):
-            if k == moved:
-                moved = self._move(rounds, k, commands)
-            pending.extend(self._apply_round(round_, commands, now_s))
-        self._validate_moves(rounds, commands, now_s)
-        self.weapons.sync_to(self.world)
-        return pending
+        return commands, rounds
 
     def _move(self, rounds: list[_Round], first: int, commands: _TickCommands) -> int:
         """Simulate the movement of rounds ``first`` up to the next one with a weapon switch, in one

@@ -652,3 +652,11 @@ def test_tick_command_columns_are_the_records_values_in_round_order() -> None:
     assert (got.view_yaw, got.view_pitch, got.recoil_pitch, got.recoil_yaw) == tuple(
         [getattr(c, f) for c in rows] for f in ("yaw_deg", "pitch_deg", "recoil_pitch_deg", "recoil_yaw_deg"))
     assert [got.command(i) for i in range(n)] == rows
+
+
+def test_round_rows_put_each_players_kth_command_in_round_k() -> None:
+    from server.core import _round_rows
+
+    # Sessions took 2, 0, 1 and 3 commands; rows in session order are a0 a1 | c0 | d0 d1 d2.
+    assert _round_rows([2, 0, 1, 3]) == ([[0, 2, 3], [0, 3], [3]], [0, 2, 3, 1, 4, 5])
+    assert _round_rows([1, 0, 1]) == ([[0, 2]], None)
