@@ -6,8 +6,9 @@ in a dedicated server process), and reports its tick times too. The two servers'
 compared: the second one must have recorded exactly what the first did.
 
 The core's own ``tick_stats`` time only ``ServerCore.step`` (bots run in the same process but
-outside it), in wall time (the goal's figure) and in the server thread's CPU time (what the
-host's other work cannot inflate, though cold caches after the bots' turn still can). The same-run baseline is the tick of an empty server on the same map: the ratio
+outside it), in wall time (the goal's figure) and in the process's CPU time during the tick (what
+the host's other work cannot inflate, though cold caches after the bots' turn still can; it
+includes the visibility kernel's worker threads, so it can exceed the wall time). The same-run baseline is the tick of an empty server on the same map: the ratio
 shows what the players cost on this machine, whatever its speed today.
 """
 

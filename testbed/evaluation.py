@@ -14,6 +14,7 @@ false alarm someone has to review.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -184,7 +185,9 @@ def evaluate(
             if on_done is not None:
                 on_done(outcomes[i])
     else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        # Spawned, not forked: the server's visibility kernel runs on numba's OpenMP threads, and
+        # GNU OpenMP cannot be used in a child forked from a process that started it.
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
             futures = {pool.submit(_play, sc): i for i, sc in enumerate(scenarios)}
             for fut in as_completed(futures):
                 i = futures[fut]
