@@ -26,9 +26,17 @@ thread).
 from __future__ import annotations
 
 import math
+import os
 
-import numba
-import numpy as np
+# GNU OpenMP's idle workers spin for GOMP_SPINCOUNT iterations after a parallel region before they
+# sleep (300,000 by default, most of a millisecond): at every tick that takes a core from the
+# bots' process, or from the other matches of an evaluation. 10,000 keeps most of the gain (0.20
+# against 0.17 ms a tick, 0.29 on one thread). It is read once, when numba first loads OpenMP;
+# a value the user set wins.
+os.environ.setdefault("GOMP_SPINCOUNT", "10000")
+
+import numba  # noqa: E402
+import numpy as np  # noqa: E402
 
 from server.config import VisibilityConfig
 from world.constants import CROUCHING_EYE_M, STANDING_EYE_M
