@@ -18,6 +18,8 @@ import argparse
 import time
 from typing import Any
 
+import numba
+
 from server.config import ServerConfig
 from server.core import ServerCore
 from testbed.bot_factory import profile_names
@@ -94,7 +96,10 @@ def main(argv: list[str]) -> dict[str, Any]:
     parser.add_argument("--alone", action="store_true",
                         help="also time a second server fed the same datagrams, alone in the process")
     args = parser.parse_args(argv)
-    out: dict[str, Any] = {"bots": args.bots, "map": args.map, "duration_s": args.duration}
+    # The visibility kernel shares its rows among numba's threads: say how many there were.
+    out: dict[str, Any] = {"bots": args.bots, "map": args.map, "duration_s": args.duration,
+                           "numba_threads": numba.get_num_threads()}
+    print(f"numba threads: {out['numba_threads']} (NUMBA_NUM_THREADS caps them)")
     for rate in (int(r) for r in args.rates.split(",")):
         scenario = _scenario(args.bots, rate, args.duration, args.map, args.seed)
         if args.alone:
