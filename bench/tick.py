@@ -6,9 +6,8 @@ in a dedicated server process), and reports its tick times too. The two servers'
 compared: the second one must have recorded exactly what the first did.
 
 The core's own ``tick_stats`` time only ``ServerCore.step`` (bots run in the same process but
-outside it), in wall time (the goal's figure) and in the process's CPU time during the tick (what
-the host's other work cannot inflate, though cold caches after the bots' turn still can; it
-includes the visibility kernel's worker threads, so it can exceed the wall time). The same-run baseline is the tick of an empty server on the same map: the ratio
+outside it), in wall time (the goal's figure) and in the server thread's CPU time (what the
+host's other work cannot inflate, though cold caches after the bots' turn still can). The same-run baseline is the tick of an empty server on the same map: the ratio
 shows what the players cost on this machine, whatever its speed today.
 """
 
@@ -17,8 +16,6 @@ from __future__ import annotations
 import argparse
 import time
 from typing import Any
-
-import numba
 
 from server.config import ServerConfig
 from server.core import ServerCore
@@ -96,10 +93,7 @@ def main(argv: list[str]) -> dict[str, Any]:
     parser.add_argument("--alone", action="store_true",
                         help="also time a second server fed the same datagrams, alone in the process")
     args = parser.parse_args(argv)
-    # The visibility kernel shares its rows among numba's threads: say how many there were.
-    out: dict[str, Any] = {"bots": args.bots, "map": args.map, "duration_s": args.duration,
-                           "numba_threads": numba.get_num_threads()}
-    print(f"numba threads: {out['numba_threads']} (NUMBA_NUM_THREADS caps them)")
+    out: dict[str, Any] = {"bots": args.bots, "map": args.map, "duration_s": args.duration}
     for rate in (int(r) for r in args.rates.split(",")):
         scenario = _scenario(args.bots, rate, args.duration, args.map, args.seed)
         if args.alone:

@@ -17,10 +17,9 @@ class TickStats:
     of each phase of the tick flow, to show where a slow tick goes.
 
     An overrun is a tick whose processing took longer than the tick budget (1 / tick rate).
-    Each tick's CPU time (the process's, so the visibility kernel's worker threads count too) is
-    kept beside its wall time: on a host that takes the CPU away (other processes, a shared VM),
-    wall percentiles far above the CPU ones say the machine, not the server's work, made those
-    ticks slow. (CPU can exceed wall: a tick's work runs partly on a second core.)
+    Each tick's CPU time (the server thread's own) is kept beside its wall time: on a host that
+    takes the CPU away (other processes, a shared VM), wall percentiles far above the CPU ones
+    say the machine, not the server's work, made those ticks slow.
     """
 
     def __init__(self, budget_s: float, window: int = 4096) -> None:

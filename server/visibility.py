@@ -14,29 +14,14 @@ the higher one is at least as high at every point of it: wherever a prism stops 
 (it is at or below the prism's top there) it stops the lower one too. So if the ray to the top of
 the head is blocked, so is the ray to the chest or the knees, and testing those would only cost
 time (it did: 40 % of all rays).
-
-The rows of a refresh are shared among numba's threads (``parallel=True``; the OpenMP layer on
-Linux): a row depends only on the state read and its own cached occluders, so the answer is the
-same on any number of threads. On two cores it cut the phase from 0.29 to 0.17 ms a tick (at
-128 Hz, 64 players). GNU OpenMP cannot run in a process forked from one that started it: fork
-before the first server is built, or spawn (``NUMBA_NUM_THREADS=1`` keeps everything on one
-thread).
 """
 
 from __future__ import annotations
 
 import math
-import os
 
-# GNU OpenMP's idle workers spin for GOMP_SPINCOUNT iterations after a parallel region before they
-# sleep (300,000 by default, most of a millisecond): at every tick that takes a core from the
-# bots' process, or from the other matches of an evaluation. 10,000 keeps most of the gain (0.20
-# against 0.17 ms a tick, 0.29 on one thread). It is read once, when numba first loads OpenMP;
-# a value the user set wins.
-os.environ.setdefault("GOMP_SPINCOUNT", "10000")
-
-import numba  # noqa: E402
-import numpy as np  # noqa: E402
+import numba
+import numpy as np
 
 from server.config import VisibilityConfig
 from world.constants import CROUCHING_EYE_M, STANDING_EYE_M
@@ -102,7 +87,7 @@ class VisibilityCuller:
         self.rays_cached += cached
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@numba.njit(cache=True, nogil=True)
 def _refresh_rows(
     viewers: np.ndarray, targets: np.ndarray, rtt_s: np.ndarray, period_s: float, margin_s: float,
     visible: np.ndarray, pos: np.ndarray, vel: np.ndarray, stance: np.ndarray,
@@ -111,83 +96,60 @@ def _refresh_rows(
     frame: np.ndarray, ny: int, n_box: int, boxes: np.ndarray, cv_height: np.ndarray, cv_planes: np.ndarray,
     cv_edges: np.ndarray, cell_start: np.ndarray, cell_items: np.ndarray, skip: np.ndarray,
 ) -> tuple[int, int]:  # pragma: no cover - compiled
-    """Rewrite the ``visible`` rows of ``viewers`` (see :func:`_refresh_row`), the viewers shared
-    among numba's threads: each row is written by one thread only and depends on nothing another
-    row writes, so the answer does not depend on the threads. Returns (rays walked, rays proved
-    blocked by their cached occluder)."""
-    n = viewers.shape[0]
-    counts = np.zeros((n, 2), dtype=np.int64)
-    for i in numba.prange(n):
-        marks = np.zeros(n_box + cv_height.shape[0], dtype=np.int64)
-        _refresh_row(viewers[i], targets, rtt_s, period_s, margin_s, visible, pos, vel, stance, eye_height,
-                     body_height, top_fraction, side_fraction, lateral_m, occluder, frame, ny, n_box, boxes,
-                     cv_height, cv_planes, cv_edges, cell_start, cell_items, skip, marks, counts[i])
-    return int(counts[:, 0].sum()), int(counts[:, 1].sum())
-
-
-@numba.njit(cache=True, nogil=True)
-def _refresh_row(
-    v: int, targets: np.ndarray, rtt_s: np.ndarray, period_s: float, margin_s: float,
-    visible: np.ndarray, pos: np.ndarray, vel: np.ndarray, stance: np.ndarray,
-    eye_height: np.ndarray, body_height: np.ndarray, top_fraction: float, side_fraction: float, lateral_m: float,
-    occluder: np.ndarray,
-    frame: np.ndarray, ny: int, n_box: int, boxes: np.ndarray, cv_height: np.ndarray, cv_planes: np.ndarray,
-    cv_edges: np.ndarray, cell_start: np.ndarray, cell_items: np.ndarray, skip: np.ndarray,
-    marks: np.ndarray, counts: np.ndarray,
-) -> None:  # pragma: no cover - compiled
-    """Rewrite viewer ``v``'s row of ``visible`` over ``targets`` (slots; a viewer never sees
+    """Rewrite the ``visible`` rows of ``viewers`` over ``targets`` (slots; a viewer never sees
     itself). Per (viewer, target) pair: the head-top ray now, then, while the target stays
     hidden, the shoulder-height sides now and the three samples with both players moved
     ``horizon`` = the viewer's round trip + ``period_s`` + ``margin_s`` seconds ahead (xy only),
-    stopping at the first clear line. Adds (rays walked, rays proved blocked by their cached
-    occluder) to ``counts``; ``marks``: the walk's scratch, this row's own.
+    stopping at the first clear line. Returns (rays walked, rays proved blocked by their cached
+    occluder).
 
     ``occluder[v, t, sample]`` is the piece that stopped that sample's ray at the last refresh
     (-1 for none). Players move little between refreshes, so the same wall usually still stops
     it: one clip against that piece proves the ray blocked without walking the grid. A piece
     that no longer blocks proves nothing and the ray is walked, so the answer is the walk's."""
+    marks = np.zeros(n_box + cv_height.shape[0], dtype=np.int64)
     stamp = 0
     rays = 0
     cached = 0
-    visible[v, :] = False
-    horizon = rtt_s[v] + period_s + margin_s
-    eye_z = pos[v, 2] + eye_height[stance[v]]
-    for t in targets:
-        if t == v:
-            continue
-        h = body_height[stance[t]]
-        seen = False
-        for k in range(2):
-            ahead = 0.0 if k == 0 else horizon
-            ex, ey = pos[v, 0] + vel[v, 0] * ahead, pos[v, 1] + vel[v, 1] * ahead
-            fx, fy = pos[t, 0] + vel[t, 0] * ahead, pos[t, 1] + vel[t, 1] * ahead
-            dx, dy = fx - ex, fy - ey
-            norm = math.hypot(dx, dy)
-            if not norm > 1e-9:
-                norm = 1.0
-            sx, sy = -dy / norm * lateral_m, dx / norm * lateral_m
-            for j in range(3):
-                if j == 0:
-                    px, py, pz = fx, fy, pos[t, 2] + h * top_fraction
-                else:
-                    sign = 1.0 if j == 1 else -1.0
-                    px, py, pz = fx + sign * sx, fy + sign * sy, pos[t, 2] + h * side_fraction
-                sample = 3 * k + j
-                piece = occluder[v, t, sample]
-                if piece >= 0 and piece_blocks(piece, ex, ey, eye_z, px - ex, py - ey, pz - eye_z, 1.0, frame, n_box,
-                                               boxes, cv_height, cv_planes, cv_edges):
-                    cached += 1
-                    continue
-                stamp += 1
-                rays += 1
-                hit, piece = walk(ex, ey, eye_z, px - ex, py - ey, pz - eye_z, 1.0, True, frame, ny, n_box, boxes,
-                                  cv_height, cv_planes, cv_edges, cell_start, cell_items, skip, marks, stamp)
-                occluder[v, t, sample] = piece
-                if hit == math.inf:
-                    seen = True
+    for v in viewers:
+        visible[v, :] = False
+        horizon = rtt_s[v] + period_s + margin_s
+        eye_z = pos[v, 2] + eye_height[stance[v]]
+        for t in targets:
+            if t == v:
+                continue
+            h = body_height[stance[t]]
+            seen = False
+            for k in range(2):
+                ahead = 0.0 if k == 0 else horizon
+                ex, ey = pos[v, 0] + vel[v, 0] * ahead, pos[v, 1] + vel[v, 1] * ahead
+                fx, fy = pos[t, 0] + vel[t, 0] * ahead, pos[t, 1] + vel[t, 1] * ahead
+                dx, dy = fx - ex, fy - ey
+                norm = math.hypot(dx, dy)
+                if not norm > 1e-9:
+                    norm = 1.0
+                sx, sy = -dy / norm * lateral_m, dx / norm * lateral_m
+                for j in range(3):
+                    if j == 0:
+                        px, py, pz = fx, fy, pos[t, 2] + h * top_fraction
+                    else:
+                        sign = 1.0 if j == 1 else -1.0
+                        px, py, pz = fx + sign * sx, fy + sign * sy, pos[t, 2] + h * side_fraction
+                    sample = 3 * k + j
+                    piece = occluder[v, t, sample]
+                    if piece >= 0 and piece_blocks(piece, ex, ey, eye_z, px - ex, py - ey, pz - eye_z, 1.0, frame, n_box,
+                                                   boxes, cv_height, cv_planes, cv_edges):
+                        cached += 1
+                        continue
+                    stamp += 1
+                    rays += 1
+                    hit, piece = walk(ex, ey, eye_z, px - ex, py - ey, pz - eye_z, 1.0, True, frame, ny, n_box, boxes,
+                                      cv_height, cv_planes, cv_edges, cell_start, cell_items, skip, marks, stamp)
+                    occluder[v, t, sample] = piece
+                    if hit == math.inf:
+                        seen = True
+                        break
+                if seen:
                     break
-            if seen:
-                break
-        visible[v, t] = seen
-    counts[0] += rays
-    counts[1] += cached
+            visible[v, t] = seen
+    return rays, cached

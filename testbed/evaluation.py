@@ -14,7 +14,6 @@ false alarm someone has to review.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -159,15 +158,6 @@ def cheat_scenarios() -> tuple[str, ...]:
     return tuple(n for n in builtin_scenario_names() if n.startswith(CHEAT_PREFIX))
 
 
-def _one_thread() -> None:
-    """Pool worker initializer: the workers already fill the cores, so a server's kernels stay
-    on the worker's own thread (OpenMP threads of several processes spinning on the same cores
-    slowed an evaluation fourfold)."""
-    import numba
-
-    numba.set_num_threads(1)
-
-
 def _play(scenario: Scenario) -> MatchResult:
     # Imported here so that worker processes pay for the match machinery only when they play.
     from testbed.match import run_virtual
@@ -194,10 +184,7 @@ def evaluate(
             if on_done is not None:
                 on_done(outcomes[i])
     else:
-        # Spawned, not forked: the server's visibility kernel runs on numba's OpenMP threads, and
-        # GNU OpenMP cannot be used in a child forked from a process that started it.
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=_one_thread) as pool:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
             futures = {pool.submit(_play, sc): i for i, sc in enumerate(scenarios)}
             for fut in as_completed(futures):
                 i = futures[fut]

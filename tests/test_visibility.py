@@ -155,38 +155,3 @@ def test_cached_occluders_never_change_the_visible_sets() -> None:
         fresh.refresh(tick, w, rtt, all_viewers=True)
         assert np.array_equal(kept.visible, fresh.visible)
     assert kept.rays_cached > kept.rays_cast
-
-
-def test_the_visible_sets_do_not_depend_on_the_number_of_threads() -> None:
-    """A refresh shares its viewers' rows among numba's threads: one thread and every thread
-    give the same rows, the same cached occluders and the same ray counts."""
-    import numba
-
-    from world.mapfile import builtin_map
-
-    geometry = MapGeometry(builtin_map("city"))
-    x0, y0, x1, y1 = builtin_map("city").bounds
-    rng = np.random.default_rng(5)
-    n = 32
-    w = WorldState(WorldLimits(max_players=n))
-    for slot in range(n):
-        w.activate(slot, 1, 7, 35)
-        w.spawn(slot, (rng.uniform(x0 + 2, x1 - 2), rng.uniform(y0 + 2, y1 - 2), 0.0), 0.0)
-    cullers = [VisibilityCuller(VisibilityConfig(), geometry, n, 128) for _ in range(2)]
-    rtt = np.full(n, 0.05)
-    every = numba.get_num_threads()
-    try:
-        for tick in range(16):
-            step = rng.normal(0.0, 0.4, (n, 2))
-            w.pos[:, :2] = np.clip(w.pos[:, :2] + step, [x0 + 1, y0 + 1], [x1 - 1, y1 - 1])
-            w.vel[:, :2] = step * 16
-            for threads, culler in zip((1, every), cullers, strict=True):
-                numba.set_num_threads(threads)
-                culler.refresh(tick, w, rtt, all_viewers=tick % 4 == 0)
-            one, many = cullers
-            assert np.array_equal(one.visible, many.visible)
-            assert np.array_equal(one._occluder, many._occluder)
-            assert (one.rays_cast, one.rays_cached) == (many.rays_cast, many.rays_cached)
-    finally:
-        numba.set_num_threads(every)
-    assert 0 < one.visible.sum() < n * (n - 1)
