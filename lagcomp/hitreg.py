@@ -342,18 +342,6 @@ def _meets_cylinder(
     return ok and lo <= hi
 
 
-@dataclass(frozen=True, slots=True)
-class _Winners:
-    """Per-shot nearest player along the ray (players only, walls not yet applied)."""
-
-    t: np.ndarray
-    slot: np.ndarray
-    bone: np.ndarray
-    pos: np.ndarray
-    speed: np.ndarray
-    generation: np.ndarray
-
-
 @numba.njit(cache=True, nogil=True)
 def _capsule_entry(
     ox: float, oy: float, oz: float, dx: float, dy: float, dz: float,

@@ -478,13 +478,9 @@ class MovementValidator:
         self.rejected[slot] = 0
         self.suppressed[slot] = 0
 
-    def awaiting_ack(self, slot: int, now_s: float) -> bool:
-        """Whether ``slot`` still has an unacknowledged setback or respawn (within the timeout)."""
-        since = self.pending_since_s[slot]
-        return bool(not np.isnan(since) and now_s - since < self.config.setback_ack_timeout_s)
-
     def awaiting_acks(self, now_s: float) -> np.ndarray:
-        """(N,) bool: :meth:`awaiting_ack` of every slot."""
+        """(N,) bool per slot: it still has an unacknowledged setback or respawn (sent less than
+        the ack timeout before ``now_s``, s)."""
         since = self.pending_since_s
         return ~np.isnan(since) & (now_s - since < self.config.setback_ack_timeout_s)
 
