@@ -678,12 +678,11 @@ def max_horizontal_speed(
     c in {-1, 0, 1, (cap - A)/s, cap/s}. Walls only remove speed, so this bounds every outcome.
     """
     cfg = config or _DEFAULT_CONFIG
-    args = max_speed_kernel_args(vel, on_ground, cmd, weapon_speed_m_s, cfg)
-    v, ground, wspeed = _checked_speed_inputs(vel, on_ground, cmd, weapon_speed_m_s) if args is None else args[:3]
-    if args is not None and _all_finite(v) and _all_finite(wspeed):
+    v, ground, wspeed = _checked_speed_inputs(vel, on_ground, cmd, weapon_speed_m_s)
+    if _KERNEL_EXACT and _all_finite(v) and _all_finite(wspeed):
         # The same operations row by row in the compiled kernel (the numpy code below is its
         # reference; non-finite rows take it, where numpy's NaN propagation rules apply).
-        return movement_kernel.max_speeds(*args)
+        return movement_kernel.max_speeds(*_speed_kernel_args(v, ground, wspeed, cmd, cfg))
     return _max_horizontal_speed_numpy(v, ground, wspeed, cmd, cfg)
 
 
@@ -716,6 +715,13 @@ def max_speed_kernel_args(
     v, ground, wspeed = _checked_speed_inputs(vel, on_ground, cmd, weapon_speed_m_s)
     if not _KERNEL_EXACT:
         return None  # pragma: no cover - depends on the platform's libm and numpy build
+    return _speed_kernel_args(v, ground, wspeed, cmd, cfg)
+
+
+def _speed_kernel_args(
+    v: np.ndarray, ground: np.ndarray, wspeed: np.ndarray, cmd: MoveCommands, cfg: MovementConfig
+) -> tuple[np.ndarray, ...]:
+    """``movement_kernel.max_speeds``' arguments from checked inputs (contiguous)."""
     c = np.ascontiguousarray
     return (
         c(v), c(ground), c(wspeed), c(cmd.forward_move), c(cmd.side_move), c(cmd.yaw_deg), c(cmd.buttons),

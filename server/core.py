@@ -29,7 +29,7 @@ import numpy as np
 
 from anticheat.events import AimSample, ConnectionSample, Detection, KillEvent, SessionEvent, SpawnEvent
 from anticheat.pipeline import DetectionPipeline
-from lagcomp.history import RING_DELTA, RING_X, HistoryError, TickHistory, bracket_kernel
+from lagcomp.history import TickHistory
 from lagcomp.hitreg import BaitTargets, ShotBatch, eye_positions, hit_damage, register_shots, to_shot_results
 from lagcomp.rewind_policy import DECISIONS, rewind_time
 from lagcomp.shot import ShotClaim
@@ -401,34 +401,6 @@ class _Round:
     mark: int = 0
     """Where the round's movement evidence goes in the tick's events: before its shots and aim
     samples (the claims are validated after the tick's last round)."""
-
-
-@numba.njit(cache=True, nogil=True)
-def _rewound_feet(
-    times: np.ndarray, slots: np.ndarray, time: np.ndarray, head: int, count: int, f: np.ndarray,
-    hittable: np.ndarray, pos_out: np.ndarray, alive_out: np.ndarray,
-) -> None:  # pragma: no cover - compiled
-    """Feet (m) and hittable flag of (time (s), slot) pairs rewound in a history's ring
-    (``TickHistory.ring_view``): ``TickHistory.bracket`` (its kernel) then the arithmetic of
-    ``TickHistory.pairs`` (base + frac * delta), in one call instead of their ~20 numpy calls.
-    The times must be finite and the history not empty."""
-    n = times.shape[0]
-    ring = np.empty(n, dtype=np.intp)
-    frac = np.empty(n)
-    clamped = np.empty(n, dtype=np.bool_)
-    bracket_kernel(times, time, head, count, time.shape[0], ring, frac, clamped)
-    for i in range(n):
-        r = ring[i]
-        s = slots[i]
-        fr = frac[i]
-        for c in range(3):
-            pos_out[i, c] = f[r, RING_X + c, s] + fr * f[r, RING_X + c + RING_DELTA, s]
-        alive_out[i] = hittable[r, s]
-
-
-# Compile (or load from numba's cache) at import, never inside a tick: a ring's argument types.
-_rewound_feet(np.zeros(1), np.zeros(1, dtype=np.intp), np.zeros(1), 1, 1, np.zeros((1, 2 * RING_DELTA, 1)),
-              np.zeros((1, 1), dtype=np.bool_), np.empty((1, 3)), np.empty(1, dtype=np.bool_))
 
 
 def _crosshairs(aims: list[tuple[float, float, float, float]]) -> np.ndarray:
@@ -1185,14 +1157,7 @@ class ServerCore:
                    and 0 <= p.shot.claimed_victim < cap]
         if not claimed or len(self.history) == 0:
             return {}
-        at = [times[r] for r in claimed]
-        if not all(map(math.isfinite, at)):
-            raise HistoryError("rewind times must be finite")  # TickHistory.bracket's refusal
-        view = self.history.ring_view()
-        pos = np.empty((len(claimed), 3))
-        alive = np.empty(len(claimed), dtype=np.bool_)
-        _rewound_feet(np.array(at), np.array([rows[r][0].shot.claimed_victim for r in claimed], dtype=np.intp),
-                      view.time, view.head, view.count, view.f, view.hittable, pos, alive)
+        pos, alive = self.history.feet([times[r] for r in claimed], [rows[r][0].shot.claimed_victim for r in claimed])
         return {r: (x, y, z) for r, (x, y, z), ok in zip(claimed, pos.tolist(), alive.tolist(), strict=True) if ok}
 
     def _claim(self, p: _PendingShot) -> ShotClaim:

@@ -4,12 +4,13 @@ numpy expressions they replace (replays are compared byte for byte)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lagcomp.config import HistoryConfig
-from lagcomp.history import TickHistory
-from server.core import _crosshairs, _rewound_feet
+from lagcomp.history import HistoryError, TickHistory
+from server.core import _crosshairs
 from world.state import WorldLimits, WorldState, view_direction
 
 
@@ -28,8 +29,8 @@ def test_crosshairs_are_view_direction_bit_for_bit(aims: list[tuple[float, float
     assert got.tobytes() == expected.tobytes()
 
 
-def test_rewound_feet_are_bracket_then_pairs_bit_for_bit() -> None:
-    """The claimed victims' feet: TickHistory.bracket and .pairs' values, clamps and wraps of the
+def test_history_feet_are_bracket_then_pairs_bit_for_bit() -> None:
+    """The claimed victims' feet (TickHistory.feet): TickHistory.bracket and .pairs' values, clamps and wraps of the
     ring included, and the hittable flag of the record used."""
     rng = np.random.default_rng(8)
     n = 6
@@ -50,8 +51,9 @@ def test_rewound_feet_are_bracket_then_pairs_bit_for_bit() -> None:
         slots = rng.integers(0, n, times.size).astype(np.intp)
         b = history.bracket(times)
         want = history.pairs(b.ring, b.frac, slots)
-        view = history.ring_view()
-        pos = np.empty((times.size, 3))
-        alive = np.empty(times.size, dtype=np.bool_)
-        _rewound_feet(times, slots, view.time, view.head, view.count, view.f, view.hittable, pos, alive)
+        pos, alive = history.feet(times.tolist(), slots.tolist())
         assert pos.tobytes() == want.pos.tobytes() and alive.tolist() == want.alive.tolist()
+    with pytest.raises(HistoryError):
+        history.feet([0.1, float("nan")], [0, 1])
+    with pytest.raises(HistoryError):
+        TickHistory(HistoryConfig(), n).feet([0.0], [0])
