@@ -50,6 +50,14 @@ class TickStats:
         if duration_s > self.budget_s:
             self.overruns += 1
 
+    def durations_s(self) -> np.ndarray:
+        """The recorded ticks' wall times (s), oldest first (the last ``window`` ticks)."""
+        n = min(self._n, self._ring.size)
+        if self._n <= self._ring.size:
+            return self._ring[:n].copy()
+        at = self._n % self._ring.size
+        return np.concatenate([self._ring[at:], self._ring[:at]])
+
     def percentile(self, q: float) -> float:
         """The q-th percentile (0..100) of recorded tick times (s); 0 before any tick."""
         n = min(self._n, self._ring.size)

@@ -316,6 +316,22 @@ def test_tick_stats_cpu_time_apart_from_wall_time() -> None:
     assert summary["max_ms"] == 22.0 and summary["p50_ms"] == 2.0
 
 
+def test_tick_stats_durations_oldest_first_across_the_ring() -> None:
+    from server.tick_stats import TickStats
+
+    stats = TickStats(budget_s=0.01, window=4)
+    for ms in (1, 2, 3):
+        stats.add(ms / 1e3)
+    assert stats.durations_s().tolist() == [0.001, 0.002, 0.003]
+    for ms in (4, 5, 6):
+        stats.add(ms / 1e3)
+    # The ring wrapped: the last four ticks, oldest first, as copies the stats no longer touch.
+    got = stats.durations_s()
+    assert got.tolist() == [0.003, 0.004, 0.005, 0.006]
+    got[:] = 0.0
+    assert stats.durations_s().tolist() == [0.003, 0.004, 0.005, 0.006]
+
+
 def _random_world(core, rng: np.random.Generator) -> None:
     """Random positions, views, stances and liveness in every slot, random visibility."""
     w = core.world
