@@ -95,6 +95,48 @@ def test_features_of_a_hand_built_kill() -> None:
     assert g.time_to_kill_s == pytest.approx(10 * TICK)
 
 
+def _view_features_by_hand(ring: list[tuple[float, float, float]], end_s: float) -> tuple[float, float]:
+    """F4 and F8's view travel as KillFeatures defines them, one Python step per pair."""
+    from anticheat.aimdetect_features import FeatureConfig
+    from anticheat.aimstats import angular_step_deg
+
+    cfg = FeatureConfig()
+    pts = [a for a in ring if end_s - cfg.accel_window_s <= a[0] <= end_s]
+    peak, prev = 0.0, None
+    for (t0, y0, p0), (t1, y1, p1) in zip(pts, pts[1:]):
+        if not 0.0 <= t1 - t0 <= cfg.max_gap_s:
+            prev = None
+            continue
+        dt = max(t1 - t0, cfg.min_dt_s)
+        v = (((y1 - y0 + 180.0) % 360.0 - 180.0) * math.cos(math.radians(0.5 * (p0 + p1))) / dt, (p1 - p0) / dt)
+        if prev is not None:
+            peak = max(peak, math.hypot(v[0] - prev[0], v[1] - prev[1]) / dt)
+        prev = v
+    pts = [a for a in ring if end_s - cfg.flick_window_s <= a[0] <= end_s]
+    return peak, sum(angular_step_deg(y0, p0, y1, p1) for (_, y0, p0), (_, y1, p1) in zip(pts, pts[1:]))
+
+
+def test_view_features_follow_their_definition_on_random_rings() -> None:
+    """The compiled pass over the view ring against the definition: windows ending before the
+    ring does, gaps that break the velocity (too long, backwards), bunched commands, yaw wraps.
+    libm and CPython may round a hypot or a square differently in the last place: 1e-12."""
+    from anticheat.aimdetect_features import FeatureConfig, _view_kernel
+
+    cfg = FeatureConfig()
+    rng = np.random.default_rng(7)
+    for trial in range(3000):
+        n = int(rng.integers(2, cfg.aim_ring + 1))
+        t = np.cumsum(rng.choice([0.0, 1 / 128, 1 / 64, 0.3, -0.01], size=n, p=[0.05, 0.6, 0.25, 0.05, 0.05]))
+        yaw = rng.uniform(-180.0, 180.0, n) if trial % 3 == 0 else np.cumsum(rng.normal(0.0, 3.0, n)) + 170.0
+        pitch = np.clip(np.cumsum(rng.normal(0.0, 2.0, n)), -89.0, 89.0)
+        ring = [(float(a), float(b), float(c)) for a, b, c in zip(t, yaw, pitch, strict=True)]
+        end_s = float(t[-1]) - (0.0 if trial % 2 else float(rng.uniform(0.0, 0.3)))
+        want = _view_features_by_hand(ring, end_s)
+        got = _view_kernel(np.array(ring), end_s, cfg.accel_window_s, cfg.flick_window_s, cfg.max_gap_s,
+                           cfg.min_dt_s)
+        assert got == pytest.approx(want, rel=1e-12, abs=1e-9), trial
+
+
 def test_shotgun_pellets_count_as_one_attempt_and_any_pellet_hit_is_a_hit() -> None:
     fx = FeatureExtractor()
     fx.on_aim(aim(1, 10, 0.0, target=2, stance=1))
