@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from anticheat.aimstats import angular_step_compiled
 from anticheat.events import AimSample, KillEvent, ShotResult, SpawnEvent
 
 __all__ = ["FEATURE_NAMES", "FeatureConfig", "FeatureExtractor", "KillFeatures"]
@@ -292,18 +293,6 @@ def _view_kernel(
             a_last = i
         if end_s - flick_window_s <= t1 <= end_s:
             if f_last >= 0:
-                travel += _angular_step(aim[f_last, 1], aim[f_last, 2], y1, p1)
+                travel += angular_step_compiled(aim[f_last, 1], aim[f_last, 2], y1, p1)
             f_last = i
     return peak, travel
-
-
-@numba.njit(cache=True, nogil=True)
-def _angular_step(yaw0: float, pitch0: float, yaw1: float, pitch1: float) -> float:  # pragma: no cover - compiled
-    """``anticheat.aimstats.angular_step_deg``, compiled (the same libm calls in the same order)."""
-    p0 = math.radians(pitch0)
-    p1 = math.radians(pitch1)
-    dy = math.radians(yaw1 - yaw0)
-    s0 = math.sin((p1 - p0) / 2.0)
-    s1 = math.sin(dy / 2.0)
-    h = s0 * s0 + math.cos(p0) * math.cos(p1) * (s1 * s1)
-    return math.degrees(2.0 * math.asin(math.sqrt(min(1.0, max(0.0, h)))))

@@ -206,6 +206,21 @@ def angular_step_deg(yaw0: float, pitch0: float, yaw1: float, pitch1: float) -> 
     return math.degrees(2.0 * math.asin(math.sqrt(min(1.0, max(0.0, h)))))
 
 
+@numba.njit(cache=True, nogil=True)
+def angular_step_compiled(yaw0: float, pitch0: float, yaw1: float, pitch1: float) -> float:  # pragma: no cover - compiled
+    """:func:`angular_step_deg` for compiled callers (deg): the same libm calls in the same
+    order; squares are products, where CPython calls pow (they may differ in the last place).
+    Python code calls :func:`angular_step_deg`: a call here with other argument types (an int
+    from a client) would compile a new specialisation wherever it happens, a tick included."""
+    p0 = math.radians(pitch0)
+    p1 = math.radians(pitch1)
+    dy = math.radians(yaw1 - yaw0)
+    s0 = math.sin((p1 - p0) / 2.0)
+    s1 = math.sin(dy / 2.0)
+    h = s0 * s0 + math.cos(p0) * math.cos(p1) * (s1 * s1)
+    return math.degrees(2.0 * math.asin(math.sqrt(min(1.0, max(0.0, h)))))
+
+
 def score(snap_rate: float, jitter_deg: float, tracking_efficiency: float,
           config: AimStatsConfig) -> tuple[float, float, float]:
     """The article's three contributions (snap, jitter, tracking); nan inputs contribute 0."""

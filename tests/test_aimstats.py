@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anticheat.aimstats import AimStatsConfig, AimStatsDetector, angular_step_deg, score
+from anticheat.aimstats import AimStatsConfig, AimStatsDetector, angular_step_compiled, angular_step_deg, score
 from anticheat.events import AimSample, Buttons, ConnectionSample, Detection, ShotClaim, ShotResult, SpawnEvent
 from anticheat.population import PopulationConfig, PopulationDetector, leave_one_out_z, outliers
 from anticheat.skip import SkipBook, SkipConfig, SkipReason
@@ -74,11 +74,19 @@ def feed(det: AimStatsDetector, book: SkipBook, samples: list[AimSample]) -> lis
     return found
 
 
-def test_angular_step() -> None:
-    assert angular_step_deg(179.0, 0.0, -179.0, 0.0) == pytest.approx(2.0)
-    assert angular_step_deg(0.0, 0.0, 0.0, 30.0) == pytest.approx(30.0)
-    assert angular_step_deg(0.0, 89.0, 180.0, 89.0) == pytest.approx(2.0, abs=1e-6)
-    assert angular_step_deg(10.0, 5.0, 10.0, 5.0) == 0.0
+@pytest.mark.parametrize("step", [angular_step_deg, angular_step_compiled])
+def test_angular_step(step) -> None:
+    assert step(179.0, 0.0, -179.0, 0.0) == pytest.approx(2.0)
+    assert step(0.0, 0.0, 0.0, 30.0) == pytest.approx(30.0)
+    assert step(0.0, 89.0, 180.0, 89.0) == pytest.approx(2.0, abs=1e-6)
+    assert step(10.0, 5.0, 10.0, 5.0) == 0.0
+
+
+def test_compiled_angular_step_is_the_python_one() -> None:
+    rng = np.random.default_rng(3)
+    for yaw0, pitch0, yaw1, pitch1 in rng.uniform(-180.0, 180.0, (2000, 4)) * [1.0, 0.5, 1.0, 0.5]:
+        want = angular_step_deg(yaw0, pitch0, yaw1, pitch1)
+        assert angular_step_compiled(yaw0, pitch0, yaw1, pitch1) == pytest.approx(want, rel=1e-12, abs=1e-12)
 
 
 def test_score_contributions_follow_the_article() -> None:
