@@ -604,3 +604,10 @@ def test_malformed_angles_warn_nothing_and_measure_nothing() -> None:
 def test_batch_size_is_validated(batch: int) -> None:
     with pytest.raises(ValueError):
         AimStatsConfig(batch_samples=batch)
+
+
+def test_every_detector_warms_its_kernels_whatever_its_window() -> None:
+    """Each detector runs the throwaway warm-up analysis with its own configuration, after the
+    whole configuration is read (a small window needs the snap test: once crashed on warming)."""
+    det = AimStatsDetector(AimStatsConfig(window_samples=8, min_samples=2))
+    assert det.result(1).samples == 0
