@@ -37,7 +37,7 @@ from anticheat.aimdetect_model import TrainedModel, load_shipped_model
 from anticheat.detector import NO_DETECTIONS, Detector
 from anticheat.events import AimSample, Detection, KillEvent, ShotResult, SpawnEvent
 from anticheat.skip import SkipBook
-from anticheat.trw import Decision, ThresholdRandomWalk
+from anticheat.trw import Decision, ThresholdRandomWalk, wald_thresholds
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +72,9 @@ class AimDetectConfig:
     def __post_init__(self) -> None:
         if self.bait_hits_to_detect < 1:
             raise ValueError("bait_hits_to_detect must be >= 1")
+        # The walk's thresholds need them (0 < alpha, beta and alpha + beta < 1): a tolerance file
+        # is refused here, not by the first detector built from it.
+        wald_thresholds(self.alpha, self.beta)
 
 
 class AimDetectDetector(Detector):

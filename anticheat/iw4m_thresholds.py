@@ -164,6 +164,12 @@ class IW4MConfig:
             raise ValueError("chest_lerp_high_hits must exceed chest_lerp_low_hits")
         if self.aim_ring_size < 4 or self.pending_max < 1 or self.reemit_every_hits < 1:
             raise ValueError("aim_ring_size >= 4, pending_max >= 1 and reemit_every_hits >= 1 required")
+        # The strain meter divides by these and raises the base to powers: a base above 1 grows
+        # the strain instead of decaying it (and overflows), one at or below 0 has no real powers.
+        if not 0.0 < self.strain_decay_base <= 1.0:
+            raise ValueError(f"strain_decay_base must be in (0, 1], got {self.strain_decay_base}")
+        if min(self.strain_decay_halving_s, self.strain_distance_unit_m, self.strain_min_dt_s) <= 0.0:
+            raise ValueError("strain_decay_halving_s, strain_distance_unit_m and strain_min_dt_s must be > 0")
 
 
 def lerp(low: float, high: float, amount: float) -> float:
@@ -197,8 +203,12 @@ def max_offset_deg(hits: int, mu: float = -2.3243889, sigma: float = 0.5851351, 
 
     ``exp(max(mu + mu / sqrt(n), mu - mu / sqrt(n)) + sigmas * sigma)``: the log-normal's upper
     ``sigmas``-sigma point with the log-mean widened by its own magnitude over sqrt(n) (60 hits:
-    1.372 deg, 100 hits: 1.282 deg).
+    1.372 deg, 100 hits: 1.282 deg). A limit past the largest float is infinite: no offset
+    exceeds it.
     """
     n = max(1, hits)
     widen = mu / math.sqrt(n)
-    return math.exp(max(mu + widen, mu - widen) + sigmas * sigma)
+    try:
+        return math.exp(max(mu + widen, mu - widen) + sigmas * sigma)
+    except OverflowError:
+        return math.inf

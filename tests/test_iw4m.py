@@ -314,6 +314,18 @@ def test_offset_waits_for_the_command_after_the_hit() -> None:
     assert len(sim.found("Offset", "flag")) == 1
 
 
+def test_an_offset_limit_past_the_largest_float_flags_nothing() -> None:
+    # The same 20-degree offset as above: with a limit that overflows a float, it is measured and
+    # never flagged (the limit used to raise OverflowError inside the detector).
+    sim = Sim(IW4MDetector(IW4MConfig(offset_flag_min_hits=1, offset_sigmas=1e9)))
+    sim.cmd(0.0, 0.0)
+    sim.cmd(0.0, 20.0, int(Buttons.FIRE))
+    sim.hit(UPPER, 0.0, 20.0)
+    sim.cmd(0.0, 0.0)
+    assert sim.det.session_stats(P)["offsets"][str(UPPER)] == [1, pytest.approx(20.0)]
+    assert sim.found("Offset") == []
+
+
 # ---------------------------------------------------------------------- Strain
 
 

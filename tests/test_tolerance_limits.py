@@ -1,0 +1,46 @@
+"""Tolerance values that would break a detector mid-match are refused when the file is read.
+
+Found by applying edge values (0, 1, 2, -1, 1e-9, 1e9, 0.5) to every numeric field of every
+section and re-running the detectors over recorded matches: these let a tolerance file through
+and then raised inside a detector (the pipeline counts that and skips the detector from then on,
+so the operator's detector went silent) or out of the CLI as a traceback.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from anticheat.iw4m_thresholds import max_offset_deg
+from anticheat.suite import resolve_configs
+from anticheat.tolerances import ToleranceError
+
+REFUSED = [
+    ("aimdetect", "alpha", 0.0),
+    ("aimdetect", "alpha", 1.0),
+    ("aimdetect", "beta", -1.0),
+    ("aimdetect", "beta", 0.9995),  # alpha + beta >= 1: the walk could decide both ways at once
+    ("iw4m", "strain_decay_base", 2.0),  # grows instead of decaying, then overflows
+    ("iw4m", "strain_decay_base", -1.0),  # no real powers
+    ("iw4m", "strain_decay_base", 0.0),
+    ("iw4m", "strain_decay_halving_s", 0.0),
+    ("iw4m", "strain_distance_unit_m", 0.0),
+    ("iw4m", "strain_min_dt_s", 0.0),  # two hits in one instant would divide by zero
+]
+
+
+@pytest.mark.parametrize(("section", "key", "value"), REFUSED)
+def test_a_value_that_would_break_the_detector_is_refused(section: str, key: str, value: float) -> None:
+    with pytest.raises(ToleranceError, match=rf"\[{section}\].*{key}"):
+        resolve_configs({section: {key: value}})
+
+
+def test_the_defaults_and_the_edges_that_still_make_sense_are_taken() -> None:
+    configs = resolve_configs({"aimdetect": {"alpha": 0.2, "beta": 0.7}, "iw4m": {"strain_decay_base": 1.0}})
+    assert configs["aimdetect"].alpha == 0.2 and configs["iw4m"].strain_decay_base == 1.0
+
+
+def test_an_offset_limit_past_the_largest_float_is_infinite() -> None:
+    assert max_offset_deg(60, sigmas=1e9) == math.inf
+    assert max_offset_deg(60, mu=1e9) == math.inf
