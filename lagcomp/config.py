@@ -37,6 +37,12 @@ def _non_negative(name: str, value: float) -> None:
         raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
 
 
+MAX_HISTORY_S = 10.0
+"""Longest history kept (s): the ring holds a record per tick per player, and no rewind reaches
+back further than a second or two (Source's sv_maxunlag caps at 1 s). 10 s at 256 Hz for 200
+players is ~60 MB; a longer setting is a typo, not a need."""
+
+
 @dataclass(frozen=True, slots=True)
 class HistoryConfig:
     """Size of the per-tick history ring buffer.
@@ -58,8 +64,8 @@ class HistoryConfig:
     def __post_init__(self) -> None:
         _positive("tick_rate_hz", self.tick_rate_hz)
         _positive("teleport_jump_m", self.teleport_jump_m)
-        if not (math.isfinite(self.length_s) and self.length_s >= 1.0):
-            raise ValueError(f"length_s must be at least 1.0 s (Source keeps >= 1 s), got {self.length_s!r}")
+        if not (math.isfinite(self.length_s) and 1.0 <= self.length_s <= MAX_HISTORY_S):
+            raise ValueError(f"length_s must be in [1, {MAX_HISTORY_S:g}] s (Source keeps >= 1 s), got {self.length_s!r}")
 
     @property
     def capacity(self) -> int:

@@ -8,7 +8,7 @@ from lagcomp.config import HistoryConfig, HitregConfig, RewindPolicy
 from physics.config import MovementConfig, ValidationConfig, WeaponConfig
 from server.handshake import HandshakeConfig
 from server.netstats import NetStatsConfig
-from server.protocol import ProtocolLimits
+from server.protocol import ProtocolLimits, max_entities_per_snapshot
 from server.rate_limit import RateLimitConfig
 from world.weapons import WeaponId
 
@@ -115,6 +115,20 @@ class ServerConfig:
             raise ValueError("max_clients must be in [1, 200] (entity ids 200-255 are baits)")
         if not self.primaries:
             raise ValueError("primaries must name at least one weapon")
+        self.history()  # refuses a history length the lag compensation cannot keep, when read
+        if self.snapshot_bait_room() < 0:
+            raise ValueError(
+                f"a snapshot must hold every other player ({self.max_clients - 1}) in at most "
+                f"{self.protocol.max_snapshot_parts} datagrams of {self.protocol.max_datagram_bytes} bytes; "
+                f"{max(0, max_entities_per_snapshot(self.protocol))} entity records fit one"
+            )
+
+    def snapshot_bait_room(self) -> int:
+        """Entity records a snapshot can carry beyond every other player (bait records): what
+        ``max_snapshot_parts`` datagrams hold less ``max_clients - 1`` (negative: not even the
+        players fit). A client refuses a snapshot of more parts, so no snapshot may need them."""
+        per_part = max(0, max_entities_per_snapshot(self.protocol))
+        return per_part * self.protocol.max_snapshot_parts - (self.max_clients - 1)
 
     @property
     def tick_dt_s(self) -> float:

@@ -492,6 +492,7 @@ class ServerCore:
         self.tick_dt_s = config.tick_dt_s
         self.tick_stats = TickStats(self.tick_dt_s)
         self._baits: list[_Bait] = []
+        self._bait_room = config.snapshot_bait_room()
         self._bait_cache: BaitTargets | None = None
         """The baits as hit registration takes them, None until needed after a change."""
         self._next_bait_id = 200
@@ -1267,6 +1268,11 @@ class ServerCore:
         baits: dict[int, list[tuple[int, tuple[float, float, float]]]] = {}
         for b in self._baits:
             baits.setdefault(b.shooter, []).append((b.entity_id, b.centre))
+        if len(self._baits) > self._bait_room:
+            # A viewer who sees everyone gets only the newest baits that fit (the default limits
+            # leave room for all 56 up to 170 clients).
+            room = self._bait_room
+            baits = {shooter: shown[max(0, len(shown) - room):] if room else [] for shooter, shown in baits.items()}
         snapshots = frame.datagrams_many(viewers, [s.last_applied_seq for s in sessions], targets, ends, baits)
         out = self._out
         tick = self.tick

@@ -65,8 +65,9 @@ class HandshakeConfig:
                 raise ValueError(f"HandshakeConfig.{name} must be positive and finite, got {value!r}")
         if not (math.isfinite(self.cookie_future_tolerance_s) and self.cookie_future_tolerance_s >= 0.0):
             raise ValueError("HandshakeConfig.cookie_future_tolerance_s must be >= 0 and finite")
-        if self.salt_bytes < 8:
-            raise ValueError("HandshakeConfig.salt_bytes must be at least 8")
+        if not 8 <= self.salt_bytes <= 64:
+            # Above 64 bytes (the HMAC's block) a salt adds nothing but the cost of drawing it.
+            raise ValueError(f"HandshakeConfig.salt_bytes must be in [8, 64], got {self.salt_bytes}")
 
 
 class CookieStatus(str, Enum):

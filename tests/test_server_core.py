@@ -488,6 +488,34 @@ def test_snapshot_frames_encode_what_each_message_would() -> None:
     check(int(active[0]), active[1:], baits, 3)
 
 
+def test_a_viewer_who_sees_everyone_gets_snapshots_a_client_accepts() -> None:
+    """200 slots, every one visible to slot 0, and more live baits of slot 0 than the datagrams
+    left over hold: the snapshot keeps every player and the newest baits that fit, in at most
+    ``max_snapshot_parts`` datagrams (a client refuses more, and so would lose every snapshot)."""
+    from server.core import _Bait
+    from server.entity_block import decode_entities
+
+    core = make_core(max_clients=200)
+    w = core.world
+    w.active[:] = True
+    w.alive[:] = True
+    w.pos[:, 0] = np.arange(w.capacity) * 0.5
+    core.culler.visible[:] = True
+    np.fill_diagonal(core.culler.visible, False)
+    core.by_slot[0] = _session()
+    core.netstats.open(0, 0.0)
+    room = core.config.snapshot_bait_room()
+    assert 0 < room < 56
+    core._baits = [_Bait(200 + k, 0, (float(k), 1.0, 2.15), 1e9) for k in range(56)]
+    core._send_snapshots(0.0)
+    parts = [proto.decode_server(d, core.config.protocol) for _, d in core._out]
+    limits = core.config.protocol
+    assert 1 < len(parts) <= limits.max_snapshot_parts
+    ids = [int(i) for p in parts for i in decode_entities(p.entities)["slot"]]
+    assert ids[:199] == list(range(1, 200))
+    assert ids[199:] == list(range(200 + 56 - room, 256))  # the newest baits that fit
+
+
 # ------------------------------------------------------------------------------------------------
 # Re-sent commands: each INPUT carries the newest command and the 3 before it
 
