@@ -21,6 +21,10 @@ import math
 from dataclasses import dataclass
 
 
+_MAX_RING = 16384
+"""Longest per-client ring (packets or ticks): over two minutes at 128 Hz."""
+
+
 @dataclass(frozen=True, slots=True)
 class NetStatsConfig:
     """Estimator settings.
@@ -43,8 +47,9 @@ class NetStatsConfig:
     def __post_init__(self) -> None:
         if not 0.0 < self.rtt_alpha <= 1.0 or not 0.0 < self.jitter_gain <= 1.0:
             raise ValueError("rtt_alpha and jitter_gain must lie in (0, 1]")
-        if self.loss_window < 1 or self.snapshot_history < 1:
-            raise ValueError("loss_window and snapshot_history must be positive")
+        # Each client keeps rings this long: a billion (a typo) asked for gigabytes per connection.
+        if not (1 <= self.loss_window <= _MAX_RING and 1 <= self.snapshot_history <= _MAX_RING):
+            raise ValueError(f"loss_window and snapshot_history must lie in [1, {_MAX_RING}]")
         if not (math.isfinite(self.max_rtt_s) and self.max_rtt_s > 0.0):
             raise ValueError("max_rtt_s must be positive and finite")
 

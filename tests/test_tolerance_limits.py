@@ -54,6 +54,8 @@ SERVER_REFUSED = [
     ({"handshake": {"salt_bytes": 1_000_000_000}}, "salt_bytes"),  # a gigabyte drawn per connection
     ({"protocol": {"max_datagram_bytes": 100}}, "every other player"),  # no record fits: raised in a tick
     ({"max_clients": 200, "protocol": {"max_datagram_bytes": 600}}, "every other player"),
+    ({"netstats": {"loss_window": 1_000_000_000}}, "loss_window"),  # 8 GB per client: killed by the OOM killer
+    ({"netstats": {"snapshot_history": 1_000_000_000}}, "snapshot_history"),
 ]
 
 
