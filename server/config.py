@@ -77,6 +77,7 @@ class ServerConfig:
         max_datagrams_per_tick: datagrams processed per tick at most; the transport keeps the
             rest for later ticks or drops them (counted), so a flood cannot grow the work.
         max_queued_commands: commands kept per client awaiting their tick (older ones dropped).
+        history_s: seconds of lag-compensation history kept (1..10 s; Source keeps 1 s).
     """
 
     tick_rate_hz: int = 64

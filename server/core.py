@@ -1270,7 +1270,7 @@ class ServerCore:
             baits.setdefault(b.shooter, []).append((b.entity_id, b.centre))
         if len(self._baits) > self._bait_room:
             # A viewer who sees everyone gets only the newest baits that fit (the default limits
-            # leave room for all 56 up to 170 clients).
+            # leave room for all 56 up to 177 clients).
             room = self._bait_room
             baits = {shooter: shown[max(0, len(shown) - room):] if room else [] for shooter, shown in baits.items()}
         snapshots = frame.datagrams_many(viewers, [s.last_applied_seq for s in sessions], targets, ends, baits)
