@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass
+from itertools import chain
 
 import numba
 import numpy as np
@@ -248,8 +249,10 @@ class FeatureExtractor:
             travel = peak = 0.0
         else:
             cfg = self.config
-            peak, travel = _view_kernel(np.array(st.aim), kill.time_s, cfg.accel_window_s, cfg.flick_window_s,
-                                        cfg.max_gap_s, cfg.min_dt_s)
+            # (fromiter over the flattened ring: half the time of np.array on 64 tuples)
+            ring = np.fromiter(chain.from_iterable(st.aim), np.float64, 3 * len(st.aim)).reshape(-1, 3)
+            peak, travel = _view_kernel(ring, kill.time_s, cfg.accel_window_s, cfg.flick_window_s, cfg.max_gap_s,
+                                        cfg.min_dt_s)
         if not kill.headshot:
             return peak, 0.0
         width = math.degrees(math.atan2(self.config.head_radius_m, max(kill.distance_m, 1e-3)))
