@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from lagcomp.config import HistoryConfig, HitregConfig, RewindPolicy
@@ -117,12 +118,20 @@ class ServerConfig:
         if not self.primaries:
             raise ValueError("primaries must name at least one weapon")
         self.history()  # refuses a history length the lag compensation cannot keep, when read
+        if not (math.isfinite(self.client_timeout_s) and self.client_timeout_s > 0.0):
+            raise ValueError(f"client_timeout_s must be positive and finite, got {self.client_timeout_s}")
         if self.snapshot_bait_room() < 0:
             raise ValueError(
                 f"a snapshot must hold every other player ({self.max_clients - 1}) in at most "
                 f"{self.protocol.max_snapshot_parts} datagrams of {self.protocol.max_datagram_bytes} bytes; "
                 f"{max(0, max_entities_per_snapshot(self.protocol))} entity records fit one"
             )
+
+    def max_packet_jump(self) -> int:
+        """How far ahead of a client's newest packet_seq its next one may be (packets): more than
+        it can send, at its rate limit, in the silence after which it is disconnected."""
+        limit = self.rate_limit
+        return math.ceil(limit.packets_per_s * self.client_timeout_s + limit.packet_burst)
 
     def snapshot_bait_room(self) -> int:
         """Entity records a snapshot can carry beyond every other player (bait records): what

@@ -493,6 +493,7 @@ class ServerCore:
         self.tick_stats = TickStats(self.tick_dt_s)
         self._baits: list[_Bait] = []
         self._bait_room = config.snapshot_bait_room()
+        self._max_packet_jump = config.max_packet_jump()
         self._bait_cache: BaitTargets | None = None
         """The baits as hit registration takes them, None until needed after a change."""
         self._next_bait_id = 200
@@ -615,7 +616,8 @@ class ServerCore:
             address=addr,
             name=name,
             creds=creds,
-            window=ReplayWindow(),
+            window=ReplayWindow(max_jump=self._max_packet_jump),
+            max_seq_jump=self._max_packet_jump * self.config.protocol.max_commands,
             limiter=ClientRateLimiter(self.config.rate_limit, now_s),
             connected_s=now_s,
             last_packet_s=now_s,
@@ -659,10 +661,14 @@ class ServerCore:
     def _on_input(self, session: ClientSession, msg: proto.Input, now_s: float) -> None:
         self.netstats.on_input(session.slot, msg.packet_seq, msg.client_time_s, msg.ack_tick, now_s)
         block = msg.command_block
+        too_new = session.commands_too_new
         new = session.queue(block, msg.shots, self.config.max_queued_commands)
         counters = self.counters
         counters["commands_received"] += new
-        counters["commands_redundant"] += len(block) // proto.COMMAND_BYTES - new
+        refused = session.commands_too_new - too_new
+        if refused:
+            self.rejections["command_too_new"] += refused
+        counters["commands_redundant"] += len(block) // proto.COMMAND_BYTES - new - refused
 
     def _drop(self, session: ClientSession, reason: str) -> None:
         slot = session.slot

@@ -36,6 +36,11 @@ class ClientSession:
         last_correction_s: server time (s) of the last CORRECTION sent (-inf before any).
         last_aim: the AimSample of the last applied command, or None: where the crosshair was
             one command before a shot.
+        max_seq_jump: how far past the newest command held (queued or applied) a new command's
+            sequence may be; further ones are refused (counted in ``commands_too_new``), as the
+            replay window refuses far-ahead packets: one forged command numbered near 2**32
+            would make every real command after it look applied already. The first command of
+            a session may be anything.
     """
 
     slot: int
@@ -59,6 +64,8 @@ class ClientSession:
     commands_applied: int = 0
     last_aim: AimSample | None = None
     last_correction_s: float = -math.inf
+    max_seq_jump: int = 2**32
+    commands_too_new: int = 0
 
     def queue(self, block: bytes, shots: tuple[Shot, ...], limit: int) -> int:
         """Queue the commands of a validated INPUT command block not seen before, and their shots;
@@ -81,7 +88,8 @@ class ClientSession:
             covered = newest - first + 1 == len(queued) and (first == self.last_applied_seq + 1 or seqs[0] >= first)
         else:
             newest, covered = self.last_applied_seq, True
-        if covered and seqs[last] > newest and (last == 0 or seqs[last - 1] <= newest):
+        if (covered and seqs[last] > newest and (last == 0 or seqs[last - 1] <= newest)
+                and (newest < 0 or seqs[last] - newest <= self.max_seq_jump)):
             queued[seqs[last]] = command_record(block, last)
             new = 1
         else:
@@ -105,10 +113,14 @@ class ClientSession:
         newest = next(reversed(queued)) if queued else applied
         fresh: list[int] = []
         gap = False
+        jump = self.max_seq_jump
         for index in range(len(seqs) - 1, -1, -1):
             seq = seqs[index]
             if seq <= applied:
                 break  # the block's seqs increase, so every older record was applied too
+            if newest >= 0 and seq - newest > jump:
+                self.commands_too_new += 1
+                continue
             if seq <= newest:
                 if seq in queued:
                     continue

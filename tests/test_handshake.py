@@ -247,6 +247,20 @@ def test_replay_window_too_old() -> None:
     assert w.accept(-1) is ReplayVerdict.TOO_OLD
 
 
+def test_replay_window_refuses_a_jump_past_max_jump_without_moving() -> None:
+    w = ReplayWindow(256, max_jump=1000)
+    assert w.accept(2**32 - 1) is ReplayVerdict.FRESH  # a session's first number may be anything
+    w = ReplayWindow(256, max_jump=1000)
+    assert w.accept(10) is ReplayVerdict.FRESH
+    assert w.check(2**32 - 1) is ReplayVerdict.TOO_NEW
+    assert w.accept(2**32 - 1) is ReplayVerdict.TOO_NEW
+    assert w.accept(1011) is ReplayVerdict.TOO_NEW
+    assert w.newest == 10
+    assert w.accept(11) is ReplayVerdict.FRESH  # the client goes on as before
+    assert w.accept(1011) is ReplayVerdict.FRESH  # a gap of max_jump is allowed
+    assert w.newest == 1011
+
+
 def test_replay_window_check_does_not_record() -> None:
     w = ReplayWindow()
     assert w.check(1) is ReplayVerdict.FRESH

@@ -104,6 +104,39 @@ def test_malformed_spoofed_and_replayed_datagrams_are_counted_and_dropped() -> N
     assert np.all(np.isfinite(core.world.pos)) and core.rejections.get("internal_error", 0) == 0
 
 
+def test_a_forged_far_future_packet_seq_does_not_lock_the_client_out() -> None:
+    """The token authenticates the sender, not the fields: a copy of a client's packet with its
+    packet_seq set near 2**32 is refused as too new, and the client's own packets still count."""
+    core, a, b = _two_players()
+    run_ticks(core, [a, b], 4)
+    now = core.next_tick_s()
+    real = proto.decode_client(a.command(now))
+    core.receive(a.address, proto.encode(real._replace(packet_seq=2**32 - 1)), now)
+    assert core.rejections["replay_too_new"] == 1
+    applied = core.by_slot[a.slot].commands_applied
+    run_ticks(core, [a, b], 8)
+    assert core.by_slot[a.slot].commands_applied > applied
+    assert core.rejections.get("replay_too_old", 0) == 0
+    assert core.config.max_packet_jump() == 256 * 10 + 64
+
+
+def test_a_forged_far_future_command_seq_does_not_freeze_the_player() -> None:
+    """Commands numbered far past the newest one held are refused: applied, they would make
+    every real command after them look applied already, and the player would stand frozen."""
+    core, a, b = _two_players()
+    run_ticks(core, [a, b], 4)
+    now = core.next_tick_s()
+    real = proto.decode_client(a.command(now))
+    far = [c._replace(seq=2**32 - 10 + k) for k, c in enumerate(real.commands)]
+    core.receive(a.address, proto.encode(real._replace(packet_seq=real.packet_seq + 100,
+                                                       command_block=proto.pack_commands(far))), now)
+    assert core.rejections["command_too_new"] == len(far)
+    applied = core.by_slot[a.slot].commands_applied
+    run_ticks(core, [a, b], 8)
+    assert core.by_slot[a.slot].commands_applied >= applied + 8
+    assert core.by_slot[a.slot].last_applied_seq < 2**31
+
+
 def test_nan_claims_never_enter_state() -> None:
     core, a, b = _two_players()
     run_ticks(core, [a, b], 5)
