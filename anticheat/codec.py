@@ -139,7 +139,7 @@ def decode_event(record: list[Any]) -> Any:
     """The event encoded by :func:`encode_event`; raises CodecError on a malformed record."""
     if not isinstance(record, (list, tuple)) or not record:
         raise CodecError("event record must be a non-empty list")
-    cls = TAG_EVENTS.get(record[0])
+    cls = TAG_EVENTS.get(record[0]) if type(record[0]) is int else None
     if cls is None:
         raise CodecError(f"unknown event tag {record[0]!r}")
     try:

@@ -24,7 +24,7 @@ from typing import IO, Any
 
 import msgpack
 
-from anticheat.codec import decode_event, encode_event
+from anticheat.codec import CodecError, decode_event, encode_event
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +105,16 @@ class ReplayFrame:
     events: tuple[Any, ...]
 
 
+def _frame(payload: Any) -> ReplayFrame:
+    """The tick frame a decoded payload holds; CodecError when it is not one."""
+    if not (isinstance(payload, list) and len(payload) == 3):
+        raise CodecError("a tick frame is [tick, time_s, events]")
+    tick, time_s, records = payload
+    if type(tick) is not int or type(time_s) not in (float, int) or not isinstance(records, list):
+        raise CodecError(f"tick {tick!r} and time {time_s!r} must be numbers, events a list")
+    return ReplayFrame(tick, time_s, tuple(decode_event(r) for r in records))
+
+
 class ReplayReader:
     """Reads a replay file written by :class:`ReplayWriter`.
 
@@ -161,8 +171,14 @@ class ReplayReader:
         self._offset = self._body_offset
         self.truncated = False
         while (payload := self._next_payload()) is not None:
-            tick, time_s, records = payload
-            yield ReplayFrame(tick, time_s, tuple(decode_event(r) for r in records))
+            try:
+                frame = _frame(payload)
+            except CodecError as exc:
+                # A frame whose checksum holds but whose content is not a frame (a writer's bug, a
+                # crafted file) ends the stream like a corrupt one: reported, never raised.
+                self._mark_truncated(f"malformed frame: {exc}")
+                return
+            yield frame
 
     def events(self) -> Iterator[Any]:
         """Every event of every complete frame, in recorded order."""

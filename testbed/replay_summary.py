@@ -132,7 +132,9 @@ class ReplaySummary:
 
 
 def _labels(header: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    labels = header.get("labels") or []
+    labels = header.get("labels")
+    if not isinstance(labels, list):
+        return {}  # none recorded, or not the list a match writes: the profiles stay unknown
     return {str(label.get("name")): label for label in labels if isinstance(label, Mapping)}
 
 
@@ -261,7 +263,9 @@ class DetectRun:
 
 def _merge(base: Mapping[str, Any] | None, overrides: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
     merged: dict[str, dict[str, Any]] = {}
-    for source in (base or {}, overrides or {}):
+    for source in (base, overrides):
+        if not isinstance(source, Mapping):
+            continue  # none, or a header entry that is not a table
         for section, table in source.items():
             if isinstance(table, Mapping):
                 merged.setdefault(str(section), {}).update(table)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,35 @@ def test_crash_cut_file_reads_up_to_last_complete_frame(tmp_path: Path) -> None:
     assert reader.truncated
 
 
+@pytest.mark.parametrize("bad", [
+    "not a frame",
+    [1, 2.0],  # two items
+    [{"t": 1}, 0.5, []],  # a map where the tick goes
+    [7, 0.5, 3],  # events not a list
+    [7, 0.5, [[{"tag": 1}]]],  # an event tag that is a map (raised TypeError: unhashable)
+    [7, 0.5, [[4294967296, 1]]],  # no such tag
+    [7, 0.5, [7.5]],  # an event that is not a record
+])
+def test_a_checksummed_frame_that_is_not_a_frame_ends_the_stream(tmp_path: Path, bad: object) -> None:
+    """A writer's bug or a crafted file: the checksum holds, the content is not a tick frame.
+    The stream ends there, reported as truncated, with every frame before it read."""
+    import zlib
+
+    import msgpack
+
+    path = tmp_path / "m.replay"
+    events = _events()
+    with ReplayWriter(path, {"seed": 1}) as writer:
+        for tick in range(3):
+            writer.write_tick(tick, tick / 64, events[:2])
+    payload = msgpack.packb(bad, use_bin_type=True)
+    with path.open("ab") as f:
+        f.write(struct.pack("<II", len(payload), zlib.crc32(payload)) + payload)
+    reader = ReplayReader(path)
+    assert [f.tick for f in reader.frames()] == [0, 1, 2]
+    assert reader.truncated
+
+
 def test_writer_flushes_at_least_every_second_of_server_time(tmp_path: Path) -> None:
     path = tmp_path / "m.replay"
     writer = ReplayWriter(path, {"seed": 1}, flush_interval_s=1.0)
@@ -125,3 +155,15 @@ def test_not_a_replay(tmp_path: Path) -> None:
     path.write_bytes(MAGIC)
     with pytest.raises(ReplayError):
         ReplayReader(path)
+
+
+def test_a_header_whose_entries_are_not_what_a_match_writes_is_read_without_them(tmp_path: Path) -> None:
+    """``referee replay`` reads labels and tolerances from the header: entries of another type
+    (a crafted file) leave the profiles unknown and the tolerances at their defaults."""
+    from testbed.replay_summary import detect, summarize
+
+    path = tmp_path / "m.replay"
+    with ReplayWriter(path, {"seed": 1, "labels": 5, "tolerances": [1, 2]}) as writer:
+        writer.write_tick(1, 1 / 64, _events()[:2])
+    assert summarize(path).frames == 1
+    assert detect(path).events_fed == 2
