@@ -112,11 +112,12 @@ def main(argv: list[str]) -> dict[str, Any]:
     parser.add_argument("--repeat", type=int, default=3,
                         help="with --alone: lone replays; each tick's shortest time is kept")
     args = parser.parse_args(argv)
+    repeat = max(1, args.repeat)
     out: dict[str, Any] = {"bots": args.bots, "map": args.map, "duration_s": args.duration}
     for rate in (int(r) for r in args.rates.split(",")):
         scenario = _scenario(args.bots, rate, args.duration, args.map, args.seed)
         if args.alone:
-            result, alone, same = _played_then_alone(scenario, max(1, args.repeat))
+            result, alone, same = _played_then_alone(scenario, repeat)
         else:
             result = run_virtual(scenario)
         stats = result.server["tick_stats"]
@@ -138,14 +139,14 @@ def main(argv: list[str]) -> dict[str, Any]:
         out[f"empty_tick_ms_{rate}"] = round(empty * 1e3, 4)
         out[f"p99_vs_empty_{rate}"] = round(stats["p99_ms"] / (empty * 1e3), 1)
         if args.alone:
-            print(f"      server alone, same datagrams, shortest of {max(1, args.repeat)} replays per tick: "
+            print(f"      server alone, same datagrams, shortest of {repeat} replays per tick: "
                   f"p50 {alone['p50_ms']:.2f} ms ({alone['p50_budget']:.0%}), "
                   f"p99 {alone['p99_ms']:.2f} ms ({alone['p99_budget']:.0%}); same report as with bots: {same}")
             out[f"alone_p50_ms_{rate}"] = round(alone["p50_ms"], 3)
             out[f"alone_p99_ms_{rate}"] = round(alone["p99_ms"], 3)
             out[f"alone_p99_budget_{rate}"] = round(alone["p99_budget"], 3)
             out[f"alone_same_report_{rate}"] = same
-            out["alone_repeat"] = max(1, args.repeat)
+            out["alone_repeat"] = repeat
         phases = stats["phase_mean_ms"]
         print("      mean ms per phase: " + ", ".join(f"{k} {v:.2f}" for k, v in phases.items()))
         out[f"phase_mean_ms_{rate}"] = {k: round(v, 3) for k, v in phases.items()}

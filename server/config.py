@@ -120,11 +120,12 @@ class ServerConfig:
         self.history()  # refuses a history length the lag compensation cannot keep, when read
         if not (math.isfinite(self.client_timeout_s) and self.client_timeout_s > 0.0):
             raise ValueError(f"client_timeout_s must be positive and finite, got {self.client_timeout_s}")
-        if self.snapshot_bait_room() < 0:
+        room = self.snapshot_bait_room()
+        if room < 0:
             raise ValueError(
                 f"a snapshot must hold every other player ({self.max_clients - 1}) in at most "
                 f"{self.protocol.max_snapshot_parts} datagrams of {self.protocol.max_datagram_bytes} bytes; "
-                f"{max(0, max_entities_per_snapshot(self.protocol))} entity records fit one"
+                f"{room + self.max_clients - 1} entity records fit them"
             )
 
     def max_packet_jump(self) -> int:

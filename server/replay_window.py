@@ -73,7 +73,7 @@ class ReplayWindow:
         # check(), inline: this runs for every authenticated packet.
         if seq < 0 or seq + self.size <= self.newest:
             return ReplayVerdict.TOO_OLD
-        if seq - self.newest > self.max_jump and self.newest >= 0:
+        if self.newest >= 0 and seq - self.newest > self.max_jump:
             return ReplayVerdict.TOO_NEW
         index = seq % self.size
         if self._seen[index] == seq:
