@@ -34,9 +34,10 @@ import numpy as np
 
 from anticheat.aimdetect_features import FEATURE_NAMES, FeatureConfig, FeatureExtractor, KillFeatures
 from anticheat.aimdetect_model import TrainedModel, load_shipped_model
-from anticheat.detector import NO_DETECTIONS, Detector
+from anticheat.detector import NO_DETECTIONS, NO_SCORES, Detector, over_limit
 from anticheat.events import AimSample, Detection, KillEvent, ShotResult, SpawnEvent
 from anticheat.skip import SkipBook
+from anticheat.tolerances import searched
 from anticheat.trw import Decision, ThresholdRandomWalk, wald_thresholds
 
 log = logging.getLogger(__name__)
@@ -60,11 +61,11 @@ class AimDetectConfig:
         features: feature-extraction constants.
     """
 
-    alpha: float = 0.001
-    beta: float = 0.001
+    alpha: float = searched(0.001, 1e-5, 0.02)
+    beta: float = searched(0.001, 1e-4, 0.1)
     restart_on_honest: bool = True
     severity: float = 0.8
-    bait_hits_to_detect: int = 2
+    bait_hits_to_detect: int = searched(2, 1, 4)
     bait_window_s: float = 120.0
     bait_severity: float = 0.9
     features: FeatureConfig = field(default_factory=FeatureConfig)
@@ -97,6 +98,8 @@ class AimDetectDetector(Detector):
         self._walks: dict[int, ThresholdRandomWalk] = {}
         self._reported: set[int] = set()
         self._bait: dict[int, deque[float]] = {}
+        # The most bait shots one window ever held, per player (a detection clears the ring).
+        self._bait_peak: dict[int, int] = {}
         self._bait_tick: dict[int, int] = {}
         self.skipped: Counter[str] = Counter()
         self.kills_classified = 0
@@ -142,8 +145,14 @@ class AimDetectDetector(Detector):
         if ring is None:
             ring = deque(maxlen=cfg.bait_hits_to_detect)
             self._bait[shot.shooter] = ring
-        ring.append(shot.time_s)
-        if len(ring) < cfg.bait_hits_to_detect or ring[-1] - ring[0] > cfg.bait_window_s:
+        now = shot.time_s
+        ring.append(now)
+        complete = len(ring) == cfg.bait_hits_to_detect and now - ring[0] <= cfg.bait_window_s
+        # Bait shots are rare: counting the ring for the peak costs nothing that matters.
+        held = len(ring) if complete else sum(1 for t in ring if now - t <= cfg.bait_window_s)
+        if held > self._bait_peak.get(shot.shooter, 0):
+            self._bait_peak[shot.shooter] = held
+        if not complete:
             return NO_DETECTIONS
         span = ring[-1] - ring[0]
         ring.clear()
@@ -193,4 +202,24 @@ class AimDetectDetector(Detector):
         self._walks.pop(player, None)
         self._reported.discard(player)
         self._bait.pop(player, None)
+        self._bait_peak.pop(player, None)
         self._bait_tick.pop(player, None)
+
+    def scores(self, player: int) -> Mapping[str, float]:
+        """Unitless:
+
+        - ``llr``: the TRW's log likelihood ratio against its upper threshold ln A (1.0 decides
+          "cheater"). A walk that decides HONEST restarts, so the value is the highest log LR
+          any of the player's walks reached (0 before a positive kill); CHEATER is kept, and so
+          is its value.
+        - ``bait_hit``: the most bait shots one ``bait_window_s`` ever held, against
+          ``bait_hits_to_detect`` (a detection clears the ring; the value is kept).
+        """
+        walk = self._walks.get(player)
+        peak = self._bait_peak.get(player)
+        if walk is None and peak is None:
+            return NO_SCORES
+        return {
+            "llr": 0.0 if walk is None else over_limit(walk.peak_log_lr, walk.thresholds.log_upper),
+            "bait_hit": (peak or 0) / self.config.bait_hits_to_detect,
+        }

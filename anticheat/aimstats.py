@@ -70,9 +70,10 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from anticheat.detector import NO_DETECTIONS, Detector
+from anticheat.detector import NO_DETECTIONS, NO_SCORES, Detector, over_limit
 from anticheat.events import AimSample, Buttons, Detection, SpawnEvent
 from anticheat.skip import SkipBook, SkipReason
+from anticheat.tolerances import searched
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +132,7 @@ class AimStatsConfig:
     max_gap_s: float = 0.25
     snap_deg_per_frame: float = 50.0
     snap_on_target_deg: float = 3.0
-    snap_rate_threshold: float = 0.05
+    snap_rate_threshold: float = searched(0.05, 0.02, 0.2)
     snap_weight: float = 0.4
     still_deg: float = 1e-3
     flick_deg_per_frame: float = 20.0
@@ -142,13 +143,13 @@ class AimStatsConfig:
     track_min_deg_per_frame: float = 0.05
     target_radius_m: float = 0.2
     min_cone_deg: float = 0.5
-    tracking_threshold: float = 0.92
+    tracking_threshold: float = searched(0.92, 0.7, 0.99)
     tracking_weight: float = 0.3
     min_tracking_samples: int = 30
     micro_after_shot_samples: int = 4
     micro_max_deg_per_frame: float = 2.0
     micro_ring: int = 256
-    suspicious_score: float = 0.7
+    suspicious_score: float = searched(0.7, 0.4, 1.5)
     cooldown_s: float = 30.0
     severity: float = 0.5
     batch_samples: int = 256
@@ -424,6 +425,7 @@ class _PlayerWindow:
         "micro_end",
         "n",
         "outbox",
+        "peak",
         "player",
         "raw",
         "raw_bytes",
@@ -468,6 +470,7 @@ class _PlayerWindow:
         self.last_fire = _NEVER  # index of the last analysed sample that fired
         self.last_break = _NEVER  # index of the first sample after the last continuity break
         self.last_emit_s = -math.inf
+        self.peak = 0.0  # the highest score of a detection (see ``AimStatsDetector.scores``)
         self.outbox: list[Detection] = []
         # The last skip decision and what it was made from (see ``AimStatsDetector.on_aim``).
         self.skip_conn: object = _UNSET
@@ -569,6 +572,23 @@ class AimStatsDetector(Detector):
             if w.outbox:
                 w.due = 1  # deliver with the next sample
         return self._result(w.tot, w.count(), self._micro_values(w, w.micro_end))
+
+    def scores(self, player: int) -> Mapping[str, float]:
+        """``score``: the article's combined score (0..1) against ``suspicious_score``.
+
+        Read from the window as of the player's last analysed batch (pending samples are not
+        analysed here: that would change when detections are delivered), so it lags the stream
+        by at most ``batch_samples - 1`` commands; 0.0 while the window holds fewer than
+        ``min_samples``. Inside a batch the score is computed only where it may cross, so what
+        it did between two batch ends is not followed; but the value is never below the highest
+        score a detection reported, so the batch's end or the cooldown never hides a crossing.
+        Unitless.
+        """
+        w = self._players.get(player)
+        if w is None:
+            return NO_SCORES
+        now = self._result(w.tot, w.count(), []).score
+        return {"score": over_limit(max(now, w.peak), self.config.suspicious_score)}
 
     def flush(self, player: int | None = None) -> list[Detection]:
         """Analyse the pending samples of ``player`` (None: every player) and return the detections
@@ -736,6 +756,8 @@ class AimStatsDetector(Detector):
             if r.score <= cfg.suspicious_score:
                 continue
             w.last_emit_s = time_s
+            if r.score > w.peak:
+                w.peak = r.score
             found.append(self._detection(w.player, int(tick[j]), time_s, r))
         return found
 

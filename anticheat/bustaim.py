@@ -36,15 +36,17 @@ from __future__ import annotations
 import logging
 import math
 from collections import Counter, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from enum import IntFlag
 
-from anticheat.detector import NO_DETECTIONS, Detector
+from anticheat.detector import NO_DETECTIONS, NO_SCORES, Detector
 from anticheat.events import Detection, ShotResult
 from anticheat.skip import SkipBook
+from anticheat.tolerances import searched
 from world.constants import STANDING_CHEST_M
-from world.weapons import WEAPONS, WeaponId, weapon as weapon_spec
+from world.weapons import WEAPONS, WeaponId
+from world.weapons import weapon as weapon_spec
 
 log = logging.getLogger(__name__)
 
@@ -142,10 +144,10 @@ class BustAimConfig:
         severity_*: Detection severity per warning (modest: BustAim warnings are for human review).
     """
 
-    max_continuous_shots: int = 10
+    max_continuous_shots: int = searched(10, 4, 30)
     out_of_range_probes: int = 2
     proaim_teleport_probes: int = 3
-    random_aim_probes: int = 5
+    random_aim_probes: int = searched(5, 2, 12)
     min_dist_for_aim_checks_m: float = 10.0
     max_b2v_deviation_m: float = 15.0
     player_sphere_radius_m: float = 3.0
@@ -249,6 +251,10 @@ class _PlayerState:
         "out_of_range",
         "teleport",
         "random_aim",
+        "peak_continuous",
+        "peak_out_of_range",
+        "peak_teleport",
+        "peak_random_aim",
         "profiles",
         "aim_stats",
         "teleport_stats",
@@ -263,6 +269,11 @@ class _PlayerState:
         self.out_of_range = 0
         self.teleport = 0
         self.random_aim = 0
+        # The longest streak of each kind that a miss has ended (the scores' running maxima).
+        self.peak_continuous = 0
+        self.peak_out_of_range = 0
+        self.peak_teleport = 0
+        self.peak_random_aim = 0
         # One entry per known weapon id at most: bounded by the weapon table.
         # Mutable counters in WeaponProfile's field order (the hot path adds to them); the
         # operator API hands out frozen WeaponProfile snapshots.
@@ -275,6 +286,16 @@ class _PlayerState:
         self.shot_done = True
 
     def reset_streaks(self) -> None:
+        # A streak only grows until a miss ends it, so its value here is its maximum: keeping it
+        # costs the hot path of hits nothing.
+        if self.continuous > self.peak_continuous:
+            self.peak_continuous = self.continuous
+        if self.out_of_range > self.peak_out_of_range:
+            self.peak_out_of_range = self.out_of_range
+        if self.teleport > self.peak_teleport:
+            self.peak_teleport = self.teleport
+        if self.random_aim > self.peak_random_aim:
+            self.peak_random_aim = self.random_aim
         self.continuous = 0
         self.out_of_range = 0
         self.teleport = 0
@@ -370,6 +391,26 @@ class BustAim(Detector):
     def reset_player(self, player: int) -> None:
         """Forget streaks, flags, profiles and WSTATS of ``player``."""
         self._players.pop(player, None)
+
+    def scores(self, player: int) -> Mapping[str, float]:
+        """The longest streak of each warning's hits, against the streak that warns.
+
+        Keys are the warning kinds: ``continuous_shots`` (streak / ``max_continuous_shots``; it
+        warns at every multiple), ``out_of_range``, ``proaim_teleport`` and ``random_aim`` (streak
+        / (probes + 1): they warn once the streak exceeds the probes). A miss resets the streaks,
+        so each value is the longest streak since the player's state began, whether a miss
+        ended it or it is still running. Unitless.
+        """
+        st = self._players.get(player)
+        if st is None:
+            return NO_SCORES
+        cfg = self.config
+        return {
+            "continuous_shots": max(st.continuous, st.peak_continuous) / cfg.max_continuous_shots,
+            "out_of_range": max(st.out_of_range, st.peak_out_of_range) / (cfg.out_of_range_probes + 1),
+            "proaim_teleport": max(st.teleport, st.peak_teleport) / (cfg.proaim_teleport_probes + 1),
+            "random_aim": max(st.random_aim, st.peak_random_aim) / (cfg.random_aim_probes + 1),
+        }
 
     # ------------------------------------------------------------------ operator API
 

@@ -39,12 +39,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from anticheat.detector import NO_DETECTIONS, Detector
+from anticheat.detector import NO_DETECTIONS, NO_SCORES, Detector, over_limit
 from anticheat.events import AimSample, Buttons, Detection, FireEvidence, FireKind, ShotResult, SpawnEvent
 from anticheat.skip import SkipBook
+from anticheat.tolerances import searched
 from world.weapons import WeaponId
 
 __all__ = ["CbugConfig", "CbugDetector", "VARIANTS"]
@@ -89,7 +90,7 @@ class CbugConfig:
         severity: Detection severity (a C-bug is an exploit of the game, not a cheat program).
     """
 
-    threshold: float = 10.0
+    threshold: float = searched(10.0, 4.0, 30.0)
     decay_per_s: float = 0.5
     sequence_window_s: float = 1.5
     rapid_shot_window_s: float = 0.2
@@ -142,6 +143,7 @@ class _PlayerState:
 
     __slots__ = (
         "score",
+        "peak",
         "contrib",
         "last_update",
         "last_action",
@@ -161,6 +163,8 @@ class _PlayerState:
 
     def __init__(self) -> None:
         self.score = 0.0
+        # The highest score reached (scores() reports it: the score decays and is cleared).
+        self.peak = 0.0
         self.contrib: dict[str, float] = {}
         self.last_update: float | None = None
         self.last_action: float | None = None
@@ -225,6 +229,19 @@ class CbugDetector(Detector):
         """The suspicion score of ``player`` as of its last scored event (decay is applied lazily)."""
         st = self._players.get(player)
         return st.score if st is not None else 0.0
+
+    def scores(self, player: int) -> Mapping[str, float]:
+        """``score``: the highest suspicion score ``player`` reached, against ``threshold``.
+
+        The score decays, is cleared after an idle spell and after each detection, so the value
+        is its maximum since the player's state began (turning the player's checks off forgets
+        it). One score for every kind: a detection's kind is the variant that added most to it.
+        Unitless.
+        """
+        st = self._players.get(player)
+        if st is None:
+            return NO_SCORES
+        return {"score": over_limit(st.peak, self.config.threshold)}
 
     def contributions(self, player: int) -> dict[str, float]:
         """Weights added per variant since the score was last cleared."""
@@ -424,6 +441,9 @@ class CbugDetector(Detector):
     def _add(self, st: _PlayerState, variant: str, now: float) -> None:
         weight = self.config.weight(variant)
         st.score += weight
+        # Only an addition raises the score, so its maximum is always one taken here.
+        if st.score > st.peak:
+            st.peak = st.score
         st.contrib[variant] = st.contrib.get(variant, 0.0) + weight
         st.last_action = now
 

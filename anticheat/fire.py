@@ -39,7 +39,7 @@ from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from anticheat.detector import NO_DETECTIONS, Detector
+from anticheat.detector import NO_DETECTIONS, NO_SCORES, Detector
 from anticheat.aimstats import angular_step_deg
 from anticheat.events import Detection, FireEvidence, FireKind, RewindDecision, ShotResult, SpawnEvent
 from anticheat.skip import SkipBook
@@ -158,17 +158,33 @@ class FireConfig:
 
 
 class _Burst:
-    """Whether ``count`` events fell within ``window_s``: a ring of the last ``count`` times."""
+    """Whether ``count`` events fell within ``window_s``: a ring of the last ``count`` times.
 
-    __slots__ = ("times", "window_s")
+    ``peak`` is the most events ever found within ``window_s`` of one (the newest), ``count``
+    exactly when a burst was complete.
+    """
+
+    __slots__ = ("count", "times", "window_s", "peak")
 
     def __init__(self, count: int, window_s: float) -> None:
-        self.times: deque[float] = deque(maxlen=max(count, 1))
+        self.count = max(count, 1)
+        self.times: deque[float] = deque(maxlen=self.count)
         self.window_s = window_s
+        self.peak = 0
 
     def add(self, time_s: float) -> bool:
-        self.times.append(time_s)
-        return len(self.times) == self.times.maxlen and self.times[-1] - self.times[0] <= self.window_s
+        times = self.times
+        times.append(time_s)
+        complete = len(times) == self.count and time_s - times[0] <= self.window_s
+        # Only suspicious events get here (rare), so the count may cost a pass over the ring.
+        held = len(times) if complete else sum(1 for t in times if time_s - t <= self.window_s)
+        if held > self.peak:
+            self.peak = held
+        return complete
+
+    def score(self) -> float:
+        """The most events one window held, against the count that makes a burst (unitless)."""
+        return self.peak / self.count
 
 
 def _dist(a: Vec3, b: Vec3) -> float:
@@ -176,13 +192,15 @@ def _dist(a: Vec3, b: Vec3) -> float:
 
 
 class _PlayerFire:
-    __slots__ = ("last_weapon", "last_time_s", "bursts", "stale", "last_emit")
+    __slots__ = ("last_weapon", "last_time_s", "bursts", "stale", "stale_peak", "last_emit")
 
     def __init__(self) -> None:
         self.last_weapon: int | None = None
         self.last_time_s = -math.inf
         self.bursts: dict[str, _Burst] = {}
         self.stale: deque[bool] = deque()
+        # The most stale claims the ring ever held (it is cleared by each detection).
+        self.stale_peak = 0
         self.last_emit: dict[str, float] = {}
 
 
@@ -220,6 +238,30 @@ class FireDetector(Detector):
 
     def reset_player(self, player: int) -> None:
         self._players.pop(player, None)
+
+    def scores(self, player: int) -> Mapping[str, float]:
+        """Per detection kind, the most pieces of its evidence one window ever held, against the
+        count that detects (unitless; the windows slide and ``backtrack``'s ring is cleared by a
+        detection, so each value is the maximum since the player's state began).
+
+        Keys: ``auto_c``, ``rapid_fire`` (the larger of fast intervals and TOO_SOON refusals,
+        each against its own count), ``silent_aim_geometry``, ``silent_aim_angles``,
+        ``forged_hit``, ``afk_ghost`` (pieces within the kind's window over its count) and
+        ``backtrack`` (stale claims among the last ``backtrack_ring`` over ``backtrack_min``).
+        """
+        st = self._players.get(player)
+        if st is None:
+            return NO_SCORES
+        b = st.bursts
+        return {
+            "auto_c": b["auto_c"].score(),
+            "rapid_fire": max(b["rapid_fire"].score(), b["too_soon"].score()),
+            "silent_aim_geometry": b["silent_aim_geometry"].score(),
+            "silent_aim_angles": b["silent_aim_angles"].score(),
+            "forged_hit": b["forged_hit"].score(),
+            "afk_ghost": b["afk_ghost"].score(),
+            "backtrack": st.stale_peak / self.config.backtrack_min,
+        }
 
     def on_spawn(self, spawn: SpawnEvent, skip: SkipBook) -> Sequence[Detection]:
         st = self._players.get(spawn.player)
@@ -361,6 +403,8 @@ class FireDetector(Detector):
         stale = overruled or age > expected + cfg.stale_margin_s
         st.stale.append(stale)
         count = sum(st.stale)
+        if count > st.stale_peak:
+            st.stale_peak = count
         if count < cfg.backtrack_min:
             return []
         st.stale.clear()

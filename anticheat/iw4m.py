@@ -43,17 +43,24 @@ Recoil and Button are session measures; the lifetime profile keeps their figures
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from anticheat.detector import NO_DETECTIONS, Detector
+from anticheat.detector import NO_DETECTIONS, NO_SCORES, Detector
 from anticheat.events import AimSample, Buttons, Detection, KillEvent, ShotResult
-from anticheat.iw4m_aim import offset_findings, snap_findings, strain_finding
+from anticheat.iw4m_aim import (
+    offset_findings,
+    offset_score,
+    snap_findings,
+    snap_score,
+    strain_finding,
+    strain_score,
+)
 from anticheat.iw4m_angles import Angles, StrainMeter, snap_distance, view_angle_offset
 from anticheat.iw4m_finding import Finding, Level, Scope, location_name
-from anticheat.iw4m_input import button_finding, recoil_finding
+from anticheat.iw4m_input import button_finding, button_score, recoil_finding, recoil_score
 from anticheat.iw4m_profile import VALID_BONES, HitStats
-from anticheat.iw4m_ratios import bone_finding, chest_finding
+from anticheat.iw4m_ratios import bone_finding, bone_score, chest_finding, chest_score
 from anticheat.iw4m_thresholds import IW4MConfig
 from anticheat.skip import SkipBook
 from world.weapons import weapon as weapon_spec
@@ -75,6 +82,7 @@ class _PlayerState:
         "snap_victim",
         "snap_time",
         "emitted",
+        "peaks",
     )
 
     def __init__(self, cfg: IW4MConfig) -> None:
@@ -90,6 +98,8 @@ class _PlayerState:
         self.snap_time: float | None = None
         # (type, scope, level) -> hit count at the last emission: at most 7 * 2 * 2 keys.
         self.emitted: dict[tuple[str, Scope, Level], int] = {}
+        # Score key -> its highest value at a detection (at most 7 keys; kept by reset_session).
+        self.peaks: dict[str, float] = {}
 
     @staticmethod
     def _new_strain(cfg: IW4MConfig) -> StrainMeter:
@@ -107,6 +117,22 @@ class _PlayerState:
         self.snap_victim = None
         self.snap_time = None
         self.emitted = {k: v for k, v in self.emitted.items() if k[1] is Scope.LIFETIME}
+
+
+_SCORES: dict[str, Callable[[_PlayerState, IW4MConfig], float]] = {
+    "bone": lambda st, cfg: max(
+        bone_score(st.session, cfg, Scope.SESSION), bone_score(st.lifetime, cfg, Scope.LIFETIME)
+    ),
+    "chest": lambda st, cfg: max(
+        chest_score(st.session, cfg, Scope.SESSION), chest_score(st.lifetime, cfg, Scope.LIFETIME)
+    ),
+    "offset": lambda st, cfg: offset_score(st.session, st.lifetime, cfg),
+    "strain": lambda st, cfg: strain_score(st.session, cfg),
+    "snap": lambda st, cfg: snap_score(st.session, st.lifetime, cfg),
+    "recoil": lambda st, cfg: recoil_score(st.session, cfg),
+    "button": lambda st, cfg: button_score(st.session, cfg),
+}
+"""Score key (a detection type, lower case) -> its statistic, normalised as ``Detector.scores`` says."""
 
 
 def _angles(sample: AimSample) -> Angles:
@@ -185,6 +211,32 @@ class IW4MDetector(Detector):
     def stats(self) -> dict[str, int]:
         """Counters: skipped hits per reason (``skip_<reason>``), duplicates, unresolved angles..."""
         return dict(self._stats)
+
+    def scores(self, player: int) -> Mapping[str, float]:
+        """Each detection type's statistic against its limit (unitless), keyed by the type in
+        lower case; the larger of the session and lifetime scopes where both are judged.
+
+        - ``bone``: headshot ratio and largest single-bone share, each over its flag limit at the
+          current hits (0.0 below the kills Bone needs); ``chest``: upper/lower torso ratio over
+          its flag limit (0.0 below the upper-torso hits it needs);
+        - ``offset``: mean offset (deg) over ``max_offset_deg`` at the hits measured; ``snap``:
+          mean snap (deg per step) over the flag limit (each 0.0 below its hits);
+        - ``strain``: the session's highest strain over the flag limit (the strain itself decays);
+        - ``recoil``: zero tolerance over the mean reported recoil (inverted: low recoil is the
+          suspicious side; the largest float at exactly zero), 0.0 below its hits and kills;
+        - ``button``: hits without a FIRE press over the count that flags.
+
+        Means and ratios are cumulative over the session (or lifetime) and reported as they are
+        now; so that a crossing between two readings is never lost, each type's value at each of
+        its detections is kept and the score is never below it (``reset_session`` keeps those,
+        ``reset_player`` forgets them).
+        """
+        st = self._players.get(player)
+        if st is None:
+            return NO_SCORES
+        cfg = self.config
+        peaks = st.peaks
+        return {key: max(score(st, cfg), peaks.get(key, 0.0)) for key, score in _SCORES.items()}
 
     # ------------------------------------------------------------------ events
 
@@ -405,6 +457,10 @@ class IW4MDetector(Detector):
             if last is not None and now_hits - last < cfg.reemit_every_hits:
                 continue
             st.emitted[key] = now_hits
+            stat = f.type.lower()
+            value = _SCORES[stat](st, cfg)
+            if value > st.peaks.get(stat, 0.0):
+                st.peaks[stat] = value
             evidence: dict[str, float | int | str] = {
                 "level": f.level.value,
                 "scope": f.scope.value,

@@ -6,11 +6,12 @@ Pure functions: the measures themselves are in :mod:`anticheat.iw4m_angles`, the
 
 from __future__ import annotations
 
+from anticheat.detector import over_limit
 from anticheat.iw4m_finding import Finding, Level, Scope
 from anticheat.iw4m_profile import HitStats
 from anticheat.iw4m_thresholds import IW4MConfig, max_offset_deg
 
-__all__ = ["offset_findings", "snap_findings", "strain_finding"]
+__all__ = ["offset_findings", "offset_score", "snap_findings", "snap_score", "strain_finding", "strain_score"]
 
 
 def offset_findings(session: HitStats, lifetime: HitStats, bone: int, cfg: IW4MConfig) -> list[Finding]:
@@ -55,3 +56,38 @@ def strain_finding(strain: float, session_hits: int, cfg: IW4MConfig) -> Finding
     if strain > cfg.strain_flag:
         return Finding("Strain", Level.FLAG, Scope.SESSION, strain, cfg.strain_flag, session_hits)
     return None
+
+
+def offset_score(session: HitStats, lifetime: HitStats, cfg: IW4MConfig) -> float:
+    """The mean offset against its limit, the larger of the session's (once it has the hits a
+    flag or ban needs) and the lifetime's (once some location has more than
+    ``lifetime_offset_min_location_hits`` hits). The lifetime rule asks that of the location
+    just hit; asked of any location, the score may reach 1.0 before the next hit there is
+    banned, never after it."""
+    out = 0.0
+    n = session.offset_hits()
+    if n >= min(cfg.offset_flag_min_hits, cfg.offset_ban_min_hits):
+        limit = max_offset_deg(n, cfg.offset_mu, cfg.offset_sigma, cfg.offset_sigmas)
+        out = over_limit(session.weighted_offset(), limit)
+    if lifetime.offset_n and max(lifetime.offset_n.values()) > cfg.lifetime_offset_min_location_hits:
+        n_life = lifetime.offset_hits()
+        limit = max_offset_deg(n_life, cfg.offset_mu, cfg.offset_sigma, cfg.offset_sigmas)
+        out = max(out, over_limit(lifetime.weighted_offset(), limit))
+    return out
+
+
+def snap_score(session: HitStats, lifetime: HitStats, cfg: IW4MConfig) -> float:
+    """The mean snap (deg per step) against the lower of the flag and ban limits, the larger of
+    the two scopes that have their snap hits (>= 1.0 exactly when :func:`snap_findings` finds)."""
+    limit = min(cfg.snap_flag, cfg.snap_ban)
+    out = 0.0
+    for stats, min_hits in ((session, cfg.snap_min_hits), (lifetime, cfg.lifetime_snap_min_hits)):
+        if stats.snap_hits >= min_hits:
+            out = max(out, over_limit(stats.snap_mean, limit))
+    return out
+
+
+def strain_score(session: HitStats, cfg: IW4MConfig) -> float:
+    """The session's highest strain against the lower of the flag and ban limits (>= 1.0 once
+    :func:`strain_finding` found; the strain decays between hits, its maximum does not)."""
+    return over_limit(session.max_strain, min(cfg.strain_flag, cfg.strain_ban))

@@ -6,11 +6,14 @@ measures (a no-recoil or packet-forging client shows itself within one session).
 
 from __future__ import annotations
 
+import sys
+
+from anticheat.detector import over_limit
 from anticheat.iw4m_finding import Finding, Level, Scope
 from anticheat.iw4m_profile import HitStats
 from anticheat.iw4m_thresholds import IW4MConfig
 
-__all__ = ["button_finding", "recoil_finding"]
+__all__ = ["button_finding", "button_score", "recoil_finding", "recoil_score"]
 
 
 def recoil_finding(session: HitStats, cfg: IW4MConfig) -> Finding | None:
@@ -34,3 +37,20 @@ def button_finding(session: HitStats, cfg: IW4MConfig) -> Finding | None:
     if n >= cfg.button_flag_hits:
         return Finding("Button", Level.FLAG, Scope.SESSION, float(n), float(cfg.button_flag_hits), session.hits)
     return None
+
+
+def recoil_score(session: HitStats, cfg: IW4MConfig) -> float:
+    """The zero tolerance against the mean reported recoil: low recoil is the suspicious side, so
+    the ratio is inverted (>= 1.0 exactly when :func:`recoil_finding` finds). A mean of exactly
+    zero is the largest finite float: no tolerance, however strict, clears it. 0.0 until the
+    hits and kills the ban needs."""
+    if session.recoil_hits < cfg.recoil_min_hits or session.kills <= cfg.recoil_min_kills:
+        return 0.0
+    if session.recoil_mean <= 0.0:
+        return sys.float_info.max
+    return over_limit(cfg.recoil_zero_tolerance_deg, session.recoil_mean)
+
+
+def button_score(session: HitStats, cfg: IW4MConfig) -> float:
+    """Hits without a FIRE press against the count that flags (or bans, if fewer)."""
+    return over_limit(float(session.button_no_fire), float(min(cfg.button_flag_hits, cfg.button_ban_hits)))

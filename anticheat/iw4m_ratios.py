@@ -8,12 +8,21 @@ hit never yields two Bone findings. Chest compares upper- to lower-torso hits (s
 
 from __future__ import annotations
 
+from anticheat.detector import over_limit
 from anticheat.iw4m_finding import Finding, Level, Scope
 from anticheat.iw4m_profile import HitStats
 from anticheat.iw4m_thresholds import IW4MConfig, ratio_threshold
 from world.hitbox import Bone
 
-__all__ = ["bone_finding", "chest_finding", "headshot_thresholds", "max_bone_thresholds", "chest_thresholds"]
+__all__ = [
+    "bone_finding",
+    "bone_score",
+    "chest_finding",
+    "chest_score",
+    "chest_thresholds",
+    "headshot_thresholds",
+    "max_bone_thresholds",
+]
 
 _HEAD = int(Bone.HEAD)
 _NECK = int(Bone.NECK)
@@ -69,6 +78,21 @@ def bone_finding(stats: HitStats, cfg: IW4MConfig, scope: Scope) -> Finding | No
     return None
 
 
+def bone_score(stats: HitStats, cfg: IW4MConfig, scope: Scope) -> float:
+    """The larger of the headshot ratio and the largest single-bone share, each against its flag
+    limit (>= 1.0 exactly when :func:`bone_finding` finds); 0.0 while the kills do not suffice."""
+    min_kills = cfg.bone_min_kills if scope is Scope.SESSION else cfg.lifetime_bone_min_kills
+    hits = stats.hits
+    if stats.kills < min_kills or hits <= 0:
+        return 0.0
+    headshot = (stats.count(_HEAD) + stats.count(_NECK)) / hits
+    share = max(stats.bones.values()) / hits
+    return max(
+        over_limit(headshot, headshot_thresholds(hits, cfg)[0]),
+        over_limit(share, max_bone_thresholds(hits, cfg)[0]),
+    )
+
+
 def chest_finding(stats: HitStats, cfg: IW4MConfig, scope: Scope) -> Finding | None:
     """The Chest finding of ``stats`` if it has enough upper-torso hits and a high upper/lower ratio."""
     upper = stats.count(_UPPER)
@@ -83,3 +107,13 @@ def chest_finding(stats: HitStats, cfg: IW4MConfig, scope: Scope) -> Finding | N
     if ratio > ban and upper >= cfg.chest_ban_min_hits:
         return Finding("Chest", Level.BAN, scope, ratio, ban, upper, _UPPER)
     return Finding("Chest", Level.FLAG, scope, ratio, flag, upper, _UPPER)
+
+
+def chest_score(stats: HitStats, cfg: IW4MConfig, scope: Scope) -> float:
+    """The upper/lower torso ratio against its flag limit (>= 1.0 exactly when
+    :func:`chest_finding` finds); 0.0 below the upper-torso hits it needs."""
+    upper = stats.count(_UPPER)
+    min_hits = cfg.chest_min_hits if scope is Scope.SESSION else cfg.lifetime_chest_min_hits
+    if upper < min_hits or upper <= 0:
+        return 0.0
+    return over_limit(upper / max(1, stats.count(_LOWER)), chest_thresholds(upper, cfg)[0])

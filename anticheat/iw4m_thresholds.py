@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from anticheat.tolerances import searched
+
 __all__ = ["IW4MConfig", "lerp", "max_offset_deg", "ratio_threshold", "margin_of_error"]
 
 
@@ -125,12 +127,12 @@ class IW4MConfig:
 
     offset_mu: float = -2.3243889
     offset_sigma: float = 0.5851351
-    offset_sigmas: float = 4.0
+    offset_sigmas: float = searched(4.0, 2.0, 8.0)
     offset_ban_min_hits: int = 60
     offset_flag_min_hits: int = 30
     lifetime_offset_min_location_hits: int = 100
 
-    strain_flag: float = 0.36
+    strain_flag: float = searched(0.36, 0.15, 0.9)
     strain_ban: float = 0.9
     strain_ban_min_hits: int = 5
     strain_min_dt_s: float = 0.05
@@ -138,7 +140,7 @@ class IW4MConfig:
     strain_decay_halving_s: float = 0.25
     strain_distance_unit_m: float = 0.0254
 
-    snap_flag: float = 7.6
+    snap_flag: float = searched(7.6, 3.0, 11.7)
     snap_ban: float = 11.7
     snap_min_hits: int = 30
     lifetime_snap_min_hits: int = 60

@@ -22,7 +22,7 @@ from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from anticheat.detector import NO_DETECTIONS, Detector
+from anticheat.detector import NO_DETECTIONS, NO_SCORES, Detector
 from anticheat.events import ConnectionSample, Detection, MovementEvidence, MovementKind, SpawnEvent
 from anticheat.skip import SkipBook
 
@@ -76,10 +76,12 @@ class MovementConfig:
 
 
 class _PlayerMovement:
-    __slots__ = ("windows", "quiet_until_s", "quiet_reason", "last_emit")
+    __slots__ = ("windows", "peaks", "quiet_until_s", "quiet_reason", "last_emit")
 
     def __init__(self) -> None:
         self.windows: dict[MovementKind, deque[float]] = {}
+        # The most pieces of each kind one window ever held (windows slide and are cleared).
+        self.peaks: dict[MovementKind, int] = {}
         self.quiet_until_s = -math.inf
         self.quiet_reason = ""
         self.last_emit: dict[MovementKind, float] = {}
@@ -114,6 +116,19 @@ class MovementDetector(Detector):
     def reset_player(self, player: int) -> None:
         self._players.pop(player, None)
 
+    def scores(self, player: int) -> Mapping[str, float]:
+        """Per MovementKind (keyed by its value: ``speed``, ``teleport``, ``wall_clip``,
+        ``timer``), the most pieces of judged evidence one ``window_s`` ever held, against the
+        rule's ``count`` (unitless). Windows slide and are cleared by a detection, a spawn and a
+        lag spike, so each value is the maximum since the player's state began; evidence
+        dropped in a grace period never counts."""
+        st = self._players.get(player)
+        if st is None:
+            return NO_SCORES
+        rule = self.config.rule
+        peaks = st.peaks
+        return {kind.value: peaks.get(kind, 0) / rule(kind).count for kind in MovementKind}
+
     def on_connection(self, sample: ConnectionSample, skip: SkipBook) -> Sequence[Detection]:
         if skip.player_reason(sample.player) is not None:
             st = self._state(sample.player)
@@ -143,8 +158,14 @@ class MovementDetector(Detector):
         if window is None:
             window = deque(maxlen=rule.count)
             st.windows[evidence.kind] = window
-        window.append(evidence.time_s)
-        if len(window) < rule.count or window[-1] - window[0] > rule.window_s:
+        now = evidence.time_s
+        window.append(now)
+        complete = len(window) == rule.count and now - window[0] <= rule.window_s
+        # Evidence is rare: counting the ring for the peak costs nothing that matters.
+        held = rule.count if complete else sum(1 for t in window if now - t <= rule.window_s)
+        if held > st.peaks.get(evidence.kind, 0):
+            st.peaks[evidence.kind] = held
+        if not complete:
             return NO_DETECTIONS
         if evidence.time_s - st.last_emit.get(evidence.kind, -math.inf) < self.config.cooldown_s:
             return NO_DETECTIONS

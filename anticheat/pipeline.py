@@ -391,6 +391,25 @@ class DetectionPipeline:
             detector.reset_player(player)
         self._disabled.pop(player, None)
 
+    def scores(self, player: int) -> dict[str, float]:
+        """Every detector's scores for slot ``player`` (``Detector.scores``), keyed
+        ``"<detector>:<statistic>"``. A detector that raises is left out and counted in
+        ``stats().errors`` like an error in its hooks (raised when ``isolate_errors`` is off).
+        Read-only: nothing is fed, routed or decided."""
+        out: dict[str, float] = {}
+        for detector in self.detectors:
+            name = detector.name
+            try:
+                found = detector.scores(player)
+            except Exception:
+                if not self._isolate:
+                    raise
+                self._count_error(name)
+                continue
+            for stat, value in found.items():
+                out[f"{name}:{stat}"] = value
+        return out
+
     def detector(self, name: str) -> Detector:
         """The detector called ``name``."""
         for detector in self.detectors:

@@ -20,15 +20,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from anticheat.detector import NO_DETECTIONS, Detector
+from anticheat.detector import NO_DETECTIONS, NO_SCORES, Detector, over_limit
 from anticheat.events import Detection, KillEvent, ShotResult
 from anticheat.skip import SkipBook
+from anticheat.tolerances import searched
 from world.hitbox import Bone
 
 __all__ = ["Outlier", "PopulationConfig", "PopulationDetector", "leave_one_out_z", "outliers"]
 
 HEADSHOT_BONES = frozenset({int(Bone.HEAD), int(Bone.NECK)})
 """IW4MAdmin counts head and neck together as headshots."""
+
+_OWN_METRICS = ("hit_ratio", "headshot_ratio")
+"""The metrics ``PopulationDetector.metrics`` computes from its own counts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +52,7 @@ class PopulationConfig:
         severity: of a population Detection (weak alone: good players exist).
     """
 
-    k_sigma: float = 3.0
+    k_sigma: float = searched(3.0, 2.0, 6.0)
     min_players: int = 5
     lower_is_suspicious: frozenset[str] = frozenset({"time_to_kill_s"})
     sd_floor: tuple[tuple[str, float], ...] = ()
@@ -111,19 +115,33 @@ def outliers(
     names = sorted({name for per in metrics.values() for name in per})
     found: list[Outlier] = []
     for name in names:
-        players = sorted(p for p, per in metrics.items() if name in per and math.isfinite(per[name]))
-        if len(players) < max(cfg.min_players, 3):
+        table = _metric_z(metrics, name, cfg)
+        if table is None:
             continue
-        vals = np.array([metrics[p][name] for p in players], dtype=np.float64)
-        z, mean, sd = leave_one_out_z(vals, dict(cfg.sd_floor).get(name, 0.0))
-        sign = -1.0 if name in cfg.lower_is_suspicious else 1.0
+        players, vals, z, mean, sd = table
         for i, p in enumerate(players):
-            zi = sign * z[i]
+            zi = z[i]
             if math.isfinite(zi) and zi > cfg.k_sigma:
                 found.append(Outlier(p, name, float(vals[i]), float(mean[i]), float(sd[i]), float(zi),
                                      len(players) - 1))
     found.sort(key=lambda o: (-o.z, o.player, o.metric))
     return found
+
+
+def _metric_z(
+    metrics: Mapping[int, Mapping[str, float]], name: str, cfg: PopulationConfig,
+) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """For metric ``name``: (players with a finite value, ascending; their values; their z signed
+    so that positive is the suspicious side; the others' mean; the sd used), or None when too
+    few players have it."""
+    players = sorted(p for p, per in metrics.items() if name in per and math.isfinite(per[name]))
+    if len(players) < max(cfg.min_players, 3):
+        return None
+    vals = np.array([metrics[p][name] for p in players], dtype=np.float64)
+    z, mean, sd = leave_one_out_z(vals, dict(cfg.sd_floor).get(name, 0.0))
+    if name in cfg.lower_is_suspicious:
+        z = -z
+    return players, vals, z, mean, sd
 
 
 class PopulationDetector(Detector):
@@ -166,6 +184,30 @@ class PopulationDetector(Detector):
     def reset_player(self, player: int) -> None:
         for c in (self._shots, self._hits, self._heads, self._kills):
             c.pop(player, None)
+
+    def scores(self, player: int) -> Mapping[str, float]:
+        """``hit_ratio`` and ``headshot_ratio``: the player's z against the other players (the
+        z ``evaluate`` judges, signed so that positive is the suspicious side), over
+        ``k_sigma`` (unitless; negative below the others' mean). 0.0 while the player lacks the
+        metric's shots or hits, fewer than ``min_players`` have it, or the others do not
+        spread. Only this detector's own metrics: ``evaluate``'s ``extra`` ones come from
+        elsewhere. Current values (the counts are cumulative and only asked for on demand);
+        O(players^2) in numpy, once per metric."""
+        if player not in self._shots:
+            return NO_SCORES
+        table = self.metrics()
+        own = table.get(player, {})
+        out: dict[str, float] = {}
+        for name in _OWN_METRICS:
+            value = 0.0
+            if name in own:
+                found = _metric_z(table, name, self.config)
+                if found is not None:
+                    zi = float(found[2][found[0].index(player)])
+                    if math.isfinite(zi):
+                        value = over_limit(zi, self.config.k_sigma)
+            out[name] = value
+        return out
 
     def metrics(self) -> dict[int, dict[str, float]]:
         """Per player: ``hit_ratio`` (>= min_shots rays) and ``headshot_ratio`` (>= min_hits hits)."""

@@ -26,9 +26,10 @@ from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from anticheat.detector import NO_DETECTIONS, Detector
+from anticheat.detector import NO_DETECTIONS, NO_SCORES, Detector
 from anticheat.events import AimSample, Detection, SpawnEvent
 from anticheat.skip import SkipBook
+from anticheat.tolerances import searched
 from physics.buttons import Buttons
 from world.weapons import weapon
 
@@ -57,7 +58,7 @@ class RecoilConfig:
     abs_tolerance_deg: float = 0.25
     rel_tolerance: float = 0.3
     ring: int = 32
-    min_mismatch: int = 24
+    min_mismatch: int = searched(24, 8, 32)
     cooldown_s: float = 10.0
     severity: float = 0.8
 
@@ -69,10 +70,12 @@ class RecoilConfig:
 
 
 class _PlayerRecoil:
-    __slots__ = ("ring", "last_emit_s")
+    __slots__ = ("ring", "peak", "last_emit_s")
 
     def __init__(self, size: int) -> None:
         self.ring: deque[bool] = deque(maxlen=size)
+        # The most mismatches the full ring ever held (it slides; a detection or spawn clears it).
+        self.peak = 0
         self.last_emit_s = -math.inf
 
 
@@ -93,6 +96,16 @@ class RecoilDetector(Detector):
 
     def reset_player(self, player: int) -> None:
         self._players.pop(player, None)
+
+    def scores(self, player: int) -> Mapping[str, float]:
+        """``recoil_report``: the most mismatched reports a full ring of ``ring`` judged commands
+        held, against ``min_mismatch`` (unitless; 0.0 until a ring filled, as the check needs a
+        full one). The maximum since the player's state began: the ring slides and is cleared by
+        a detection and a spawn."""
+        st = self._players.get(player)
+        if st is None:
+            return NO_SCORES
+        return {"recoil_report": st.peak / self.config.min_mismatch}
 
     def on_spawn(self, spawn: SpawnEvent, skip: SkipBook) -> Sequence[Detection]:
         st = self._players.get(spawn.player)
@@ -128,7 +141,10 @@ class RecoilDetector(Detector):
                           sample.recoil_yaw_deg - sample.server_punch_yaw_deg)
         st.ring.append(diff > cfg.abs_tolerance_deg + cfg.rel_tolerance * server)
         count = sum(st.ring)
-        if len(st.ring) < cfg.ring or count < cfg.min_mismatch or sample.time_s - st.last_emit_s < cfg.cooldown_s:
+        full = len(st.ring) == cfg.ring
+        if full and count > st.peak:
+            st.peak = count
+        if not full or count < cfg.min_mismatch or sample.time_s - st.last_emit_s < cfg.cooldown_s:
             return NO_DETECTIONS
         st.last_emit_s = sample.time_s
         st.ring.clear()

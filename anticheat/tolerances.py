@@ -40,9 +40,18 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["ToleranceError", "apply_all", "apply_overrides", "load_overrides"]
+__all__ = ["ToleranceError", "apply_all", "apply_overrides", "load_overrides", "searched"]
 
 _C = TypeVar("_C")
+
+
+def searched(default: Any, low: float, high: float) -> Any:
+    """A config field whose default is ``default`` and that tolerance search (``referee lab
+    tune``) varies within [low, high] (the field's own unit): the detector's decision thresholds
+    declare their range this way, and only they are searched by default."""
+    if not low <= default <= high:
+        raise ValueError(f"search range [{low}, {high}] must hold the default {default}")
+    return dataclasses.field(default=default, metadata={"search": (low, high)})
 
 
 class ToleranceError(ValueError):

@@ -28,9 +28,10 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from anticheat.detector import NO_DETECTIONS, Detector
+from anticheat.detector import NO_DETECTIONS, NO_SCORES, Detector, over_limit
 from anticheat.events import Detection, ShotResult
 from anticheat.skip import SkipBook
+from anticheat.tolerances import searched
 from anticheat.trw import Decision, ThresholdRandomWalk, wald_thresholds
 
 log = logging.getLogger(__name__)
@@ -54,10 +55,10 @@ class TriggerConfig:
         severity: of the Detection.
     """
 
-    honest_rate: float = 0.7
+    honest_rate: float = searched(0.7, 0.5, 0.9)
     cheat_rate: float = 0.97
-    alpha: float = 0.001
-    beta: float = 0.01
+    alpha: float = searched(0.001, 1e-5, 0.02)
+    beta: float = searched(0.01, 1e-3, 0.1)
     severity: float = 0.7
 
     def __post_init__(self) -> None:
@@ -84,6 +85,15 @@ class TriggerDetector(Detector):
     def reset_player(self, player: int) -> None:
         self._walks.pop(player, None)
         self._first_contact.pop(player, None)
+
+    def scores(self, player: int) -> Mapping[str, float]:
+        """``llr``: the SPRT's log likelihood ratio against its upper boundary ln A (unitless;
+        1.0 decides "triggerbot"). The walk restarts after every verdict, so the value is the
+        highest log LR any of the player's walks reached (0 before a shot on target)."""
+        walk = self._walks.get(player)
+        if walk is None:
+            return NO_SCORES
+        return {"llr": over_limit(walk.peak_log_lr, walk.thresholds.log_upper)}
 
     def on_shot(self, shot: ShotResult, skip: SkipBook) -> Sequence[Detection]:
         if shot.pellet != 0:

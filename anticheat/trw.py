@@ -154,11 +154,13 @@ class ThresholdRandomWalk:
 
     Attributes (read-only by convention): ``log_lr`` (current log likelihood ratio),
     ``observations`` (count since the last reset), ``positives`` (positive count since the last
-    reset), ``decision``.
+    reset), ``decision``, ``peak_log_lr`` (the highest ``log_lr`` of any walk since this object
+    was made, from 0: ``reset`` keeps it, so a caller that restarts walks still sees how close
+    one came to deciding CHEATER, or that one did).
     """
 
     __slots__ = ("theta0", "theta1", "alpha", "beta", "thresholds", "_up", "_down", "log_lr",
-                 "observations", "positives", "decision")
+                 "observations", "positives", "decision", "peak_log_lr")
 
     def __init__(self, theta0: float, theta1: float, alpha: float, beta: float) -> None:
         self.thresholds = wald_thresholds(alpha, beta)
@@ -171,6 +173,7 @@ class ThresholdRandomWalk:
         self.observations = 0
         self.positives = 0
         self.decision = Decision.PENDING
+        self.peak_log_lr = 0.0
 
     @property
     def likelihood_ratio(self) -> float:
@@ -185,6 +188,9 @@ class ThresholdRandomWalk:
         if positive:
             self.positives += 1
             self.log_lr += self._up
+            # theta1 > theta0 makes the positive step the only rising one.
+            if self.log_lr > self.peak_log_lr:
+                self.peak_log_lr = self.log_lr
         else:
             self.log_lr += self._down
         # Compare in log space with the thresholds computed once, so the test is exactly Wald's.
