@@ -23,6 +23,19 @@ human range; nothing here ever jumps the view.
 
 Sign conventions (``world.state`` and ``physics.weapon_state``): yaw counter-clockwise, pitch up;
 a shot flies along yaw - punch_yaw, pitch + punch_pitch.
+
+Replacing the motor model. Every sub-movement (flick, correction, catch-up, look-around turn) is
+planned by the controller's :class:`AimModel`; the built-in one is :class:`MinimumJerkFitts`.
+A human model of your own is any object with the method
+``plan(request: MovementRequest, skill: Skill, rng) -> SubMovement | None``: ``request`` says what
+kind of movement is wanted, at what time (s), from where the hand will rest (deg) to which goal
+(deg) and how wide the target is (deg); return the movement (start time, duration, displacement,
+and optionally a ``profile`` tau -> completed fraction, which may leave [0, 1] in between for an
+overshoot but must start at 0 and end at 1), or None to make no movement. Hand it to
+``AimController(skill, model=...)``, to a profile's brain (``bots.profiles.honest_brain_with``), or
+register it under a name (entry point group ``referee.aim_models``, or ``"module:callable"``) and
+select it with a profile's ``aim_model`` parameter (see ``bots.registry``). All randomness must
+come from ``rng``, so a bot stays reproducible for its seed.
 """
 
 from __future__ import annotations
@@ -31,9 +44,10 @@ import bisect
 import math
 import operator
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import NamedTuple
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -107,17 +121,34 @@ def angle_error_deg(dyaw_deg: float, dpitch_deg: float, pitch_deg: float) -> flo
     return math.hypot(dyaw_deg * math.cos(math.radians(pitch_deg)), dpitch_deg)
 
 
+MovementProfile = Callable[[float], float]
+"""Position profile of a sub-movement: normalised time tau in (0, 1) -> completed fraction of the
+displacement (dimensionless). It is only called inside (0, 1): the movement is at fraction 0
+before it starts and at 1 once it ends, so the profile should tend to 0 and 1 at the ends; in
+between it may leave [0, 1] (an overshoot and its return)."""
+
+_PEAK_SAMPLES = 512
+"""Steps of the numerical peak-speed estimate of a movement with a custom profile."""
+
+
 @dataclass(frozen=True, slots=True)
 class SubMovement:
-    """One minimum-jerk sub-movement of the hand in view-angle space.
+    """One sub-movement of the hand in view-angle space, minimum-jerk unless given a profile.
 
-    Attributes: start_s (s), duration_s (s), dyaw_deg, dpitch_deg: the displacement it adds (deg).
+    It starts at offset (0, 0) from where the movements before it leave the hand and ends at
+    offset (dyaw_deg, dpitch_deg); in between the offset is the displacement times the profile's
+    completed fraction, along a straight line in (yaw, pitch).
+
+    Attributes: start_s (s), duration_s (s, > 0), dyaw_deg, dpitch_deg: the displacement it adds
+    (deg); profile: tau -> completed fraction (:data:`MovementProfile`), None for the
+    minimum-jerk profile s(tau) = 10 tau^3 - 15 tau^4 + 6 tau^5.
     """
 
     start_s: float
     duration_s: float
     dyaw_deg: float
     dpitch_deg: float
+    profile: MovementProfile | None = None
 
     @property
     def end_s(self) -> float:
@@ -125,12 +156,15 @@ class SubMovement:
         return self.start_s + self.duration_s
 
     def fraction(self, t_s: float) -> float:
-        """Completed fraction s(tau) in [0, 1] at time ``t_s``."""
+        """Completed fraction at time ``t_s``: 0 before the start, 1 after the end, the profile in
+        between (in [0, 1] for the minimum-jerk profile)."""
         tau = (t_s - self.start_s) / self.duration_s
         if tau <= 0.0:
             return 0.0
         if tau >= 1.0:
             return 1.0
+        if self.profile is not None:
+            return float(self.profile(tau))
         return tau * tau * tau * (10.0 + tau * (-15.0 + 6.0 * tau))
 
     def offset(self, t_s: float) -> tuple[float, float]:
@@ -139,8 +173,130 @@ class SubMovement:
         return self.dyaw_deg * s, self.dpitch_deg * s
 
     def peak_speed_deg_s(self, pitch_deg: float = 0.0) -> float:
-        """Peak angular speed (deg/s): 1.875 D / T."""
-        return MIN_JERK_PEAK_FACTOR * angle_error_deg(self.dyaw_deg, self.dpitch_deg, pitch_deg) / self.duration_s
+        """Peak angular speed (deg/s): 1.875 D / T for the minimum-jerk profile; for a custom
+        profile, the largest finite-difference slope over 512 steps of tau, times D / T."""
+        size = angle_error_deg(self.dyaw_deg, self.dpitch_deg, pitch_deg)
+        if self.profile is None:
+            return MIN_JERK_PEAK_FACTOR * size / self.duration_s
+        taus = np.linspace(0.0, 1.0, _PEAK_SAMPLES + 1)
+        frac = np.array([0.0, *(float(self.profile(float(t))) for t in taus[1:-1]), 1.0])
+        slope = float(np.max(np.abs(np.diff(frac)))) * _PEAK_SAMPLES
+        return slope * size / self.duration_s
+
+
+# ------------------------------------------------------------------------- the motor model hook
+
+
+class MovementKind(str, Enum):
+    """Why the hand moves."""
+
+    FLICK = "flick"
+    """The primary movement onto a newly engaged target, after the reaction time."""
+    CORRECTION = "correction"
+    """A corrective sub-movement after the flick, planned from the error the eye sees."""
+    CATCHUP = "catchup"
+    """A catch-up movement during smooth pursuit, when the tracking error grows too large."""
+    LOOK = "look"
+    """A look-around turn with no target (path heading, a noise, the last known threat)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MovementRequest:
+    """What the aim controller asks its :class:`AimModel` to plan.
+
+    Attributes:
+        kind: why the hand moves.
+        t_s: the time (s, client clock) the movement starts.
+        hand_yaw_deg, hand_pitch_deg: where the eye sees the hand once the movements still in
+            progress end (deg; yaw unwrapped, so compare it with the goal through a wrap to
+            [-180, 180)). A new movement superimposes on those (Flash & Henis 1991), so it is
+            planned from there; its displacement is added to theirs.
+        goal_yaw_deg, goal_pitch_deg: where the player wants the crosshair (deg): the perceived
+            target plus the part of its motion the player predicts, or the look direction.
+        width_deg: Fitts' W (deg): the target's angular width, or a loose width for a look turn.
+    """
+
+    kind: MovementKind
+    t_s: float
+    hand_yaw_deg: float
+    hand_pitch_deg: float
+    goal_yaw_deg: float
+    goal_pitch_deg: float
+    width_deg: float
+
+
+@runtime_checkable
+class AimModel(Protocol):
+    """The human motor model of the aim: plans each sub-movement of the hand.
+
+    ``plan`` is called once per flick, correction, catch-up and look turn (not every tick). It
+    may keep state (one model per bot: the registry builds a new one for every bot) and must
+    draw all its randomness from ``rng`` (the bot's own generator), so a bot stays reproducible
+    for its seed. Return None for no movement (the goal is closer than the hand can resolve).
+    """
+
+    def plan(self, request: MovementRequest, skill: Skill, rng: np.random.Generator) -> SubMovement | None:
+        """The sub-movement answering ``request`` for a player of ``skill``, or None."""
+        ...
+
+
+class EndpointScatter(NamedTuple):
+    """How :class:`MinimumJerkFitts` times and scatters one kind of movement.
+
+    Attributes: a_s: Fitts' intercept (s); undershoot: mean shortfall of the endpoint (fraction of
+    the amplitude); along_sd, across_sd: sd of the endpoint along and across the movement
+    (fractions of the amplitude); min_duration_s: shortest movement (s).
+    """
+
+    a_s: float
+    undershoot: float
+    along_sd: float
+    across_sd: float
+    min_duration_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class MinimumJerkFitts:
+    """The built-in motor model: one minimum-jerk sub-movement per request, its duration by Fitts'
+    law MT = a + b log2(D / W + 1) (never below the skill's minimum), its endpoint undershooting on
+    average and scattered along and across the movement in proportion to the amplitude D.
+
+    Flicks use the skill's flick constants, corrections and catch-ups the smaller correction
+    intercept and error, look turns no undershoot (:meth:`scatter`). Draws exactly 2 normals per
+    request, movement or not.
+    """
+
+    def scatter(self, kind: MovementKind, skill: Skill) -> EndpointScatter:
+        """The timing and endpoint scatter of a movement of ``kind`` for ``skill``."""
+        sk = skill
+        if kind is MovementKind.CORRECTION or kind is MovementKind.CATCHUP:
+            return EndpointScatter(sk.correction_a_s, sk.undershoot, sk.correction_error_sd,
+                                   0.5 * sk.correction_error_sd, 0.5 * sk.min_flick_s)
+        if kind is MovementKind.LOOK:
+            return EndpointScatter(sk.fitts_a_s, 0.0, sk.amplitude_sd, sk.direction_sd, sk.min_flick_s)
+        return EndpointScatter(sk.fitts_a_s, sk.undershoot, sk.amplitude_sd, sk.direction_sd, sk.min_flick_s)
+
+    def plan(self, request: MovementRequest, skill: Skill, rng: np.random.Generator) -> SubMovement | None:
+        """A minimum-jerk movement towards the goal with Fitts' duration and a scattered endpoint;
+        None when the goal is within one mouse count of the hand."""
+        sc = self.scatter(request.kind, skill)
+        hy, hp = request.hand_yaw_deg, request.hand_pitch_deg
+        # The yaw error shrinks with cos(pitch) on the view sphere; floored so that looking
+        # straight up or down never divides by zero.
+        cosp = max(math.cos(math.radians(hp)), 0.05)
+        dx = _wrap(request.goal_yaw_deg - hy) * cosp
+        dy = request.goal_pitch_deg - hp
+        dist = math.hypot(dx, dy)
+        # Drawn before the early return: the number of draws must not depend on the distance.
+        z0, z1 = rng.standard_normal(2).tolist()
+        if dist < skill.mouse_count_deg:
+            return None
+        ux, uy = dx / dist, dy / dist
+        along = dist * (1.0 - sc.undershoot + sc.along_sd * z0)
+        across = dist * sc.across_sd * z1
+        ex, ey = ux * along - uy * across, uy * along + ux * across
+        duration = max(sc.min_duration_s, fitts_time_s(dist, request.width_deg, sc.a_s, skill.fitts_b_s_per_bit))
+        return SubMovement(start_s=request.t_s, duration_s=duration, dyaw_deg=ex / cosp, dpitch_deg=ey)
 
 
 # ------------------------------------------------------------------------------- tremor, recoil
@@ -440,14 +596,18 @@ class AimConfig:
 class AimController:
     """The honest hand on the mouse: turns a target (or a look request) into view angles.
 
+    Args: skill; config: constants that are not skill; model: plans every sub-movement (default
+    :class:`MinimumJerkFitts`; see :class:`AimModel`).
+
     Call :meth:`reset` with the current view at spawn, then :meth:`step` once per client tick.
     Yaw is kept unwrapped internally so turns never jump at +/-180. Angles are plain floats
     (this runs for every bot every tick; small numpy arrays would cost more than the maths).
     """
 
-    def __init__(self, skill: Skill, config: AimConfig = AimConfig()) -> None:
+    def __init__(self, skill: Skill, config: AimConfig = AimConfig(), model: AimModel | None = None) -> None:
         self.skill = skill
         self.config = config
+        self.model: AimModel = model if model is not None else MinimumJerkFitts()
         self.tremor = Tremor(skill)
         self.recoil = RecoilCompensator(skill)
         self._base_yaw = 0.0
@@ -587,36 +747,19 @@ class AimController:
     # -- planning ----------------------------------------------------------------------------
 
     def _plan(
-        self,
-        t_s: float,
-        goal: tuple[float, float],
-        width_deg: float,
-        a_s: float,
-        undershoot: float,
-        along_sd: float,
-        across_sd: float,
-        min_s: float,
-        rng: np.random.Generator,
+        self, t_s: float, kind: MovementKind, goal: tuple[float, float], width_deg: float, rng: np.random.Generator
     ) -> SubMovement | None:
-        """A minimum-jerk movement towards ``goal`` with Fitts' duration and a scattered endpoint
-        (fractions of the amplitude). It superimposes on movements still in progress, so it is
-        planned from where those will end (Flash & Henis 1991). Draws 2 normals."""
+        """Has the model plan a movement towards ``goal`` (deg) and starts it. It superimposes on
+        movements still in progress, so it is planned from where those will end (Flash & Henis
+        1991), as the eye sees the hand there (plus the slow drift)."""
         hy, hp = self.hand_end()
         dy, dp = self.tremor.drift
-        hy, hp = hy + dy, hp + dp
-        cosp = max(math.cos(math.radians(hp)), 0.05)
-        dx = _wrap(goal[0] - hy) * cosp
-        dy = goal[1] - hp
-        dist = math.hypot(dx, dy)
-        z0, z1 = rng.standard_normal(2).tolist()
-        if dist < self.skill.mouse_count_deg:
+        request = MovementRequest(kind, t_s, hy + dy, hp + dp, goal[0], goal[1], width_deg)
+        move = self.model.plan(request, self.skill, rng)
+        if move is None:
             return None
-        ux, uy = dx / dist, dy / dist
-        along = dist * (1.0 - undershoot + along_sd * z0)
-        across = dist * across_sd * z1
-        ex, ey = ux * along - uy * across, uy * along + ux * across
-        duration = max(min_s, fitts_time_s(dist, width_deg, a_s, self.skill.fitts_b_s_per_bit))
-        move = SubMovement(start_s=t_s, duration_s=duration, dyaw_deg=ex / cosp, dpitch_deg=ey)
+        if not (math.isfinite(move.duration_s) and move.duration_s > 0.0):
+            raise ValueError(f"aim model {type(self.model).__name__} planned a movement of duration {move.duration_s!r} s")
         self._moves.append(move)
         return move
 
@@ -627,20 +770,22 @@ class AimController:
         k = self.skill.pursuit_prediction * (self.skill.pursuit_lag_s + extra_s)
         return sy + vy * k, sp + vp * k
 
-    def _towards_target(self, t_s: float, a_s: float, rng: np.random.Generator, primary: bool) -> SubMovement | None:
-        sk = self.skill
+    def _towards_target(self, t_s: float, kind: MovementKind, rng: np.random.Generator) -> SubMovement | None:
+        """A flick, correction or catch-up towards the target: the goal is planned here (what the
+        player perceives and predicts), the movement by the model."""
         width = max(self._width, 1e-3)
-        seen, _ = self.perceived(t_s)
-        mt_guess = fitts_time_s(self._error_to(t_s, seen), width, a_s, sk.fitts_b_s_per_bit)
-        goal = self._lead_goal(t_s, mt_guess)
-        if primary:
+        if kind is MovementKind.FLICK:
+            # The player leads a moving target by about the time the flick will take; it guesses
+            # that time by Fitts' law whatever the model then plans.
+            sk = self.skill
+            seen, _ = self.perceived(t_s)
+            mt_guess = fitts_time_s(self._error_to(t_s, seen), width, sk.fitts_a_s, sk.fitts_b_s_per_bit)
+            goal = self._lead_goal(t_s, mt_guess)
             self.flick_goal = goal
-            return self._plan(t_s, goal, width, a_s, sk.undershoot, sk.amplitude_sd, sk.direction_sd, sk.min_flick_s, rng)
+            return self._plan(t_s, kind, goal, width, rng)
         # Smooth pursuit runs during corrections and carries the hand along with the target, so a
         # correction only makes up the position error (plus the predicted part of the delay).
-        goal = self._lead_goal(t_s, 0.0)
-        return self._plan(t_s, goal, width, a_s, sk.undershoot, sk.correction_error_sd, 0.5 * sk.correction_error_sd,
-                          0.5 * sk.min_flick_s, rng)
+        return self._plan(t_s, kind, self._lead_goal(t_s, 0.0), width, rng)
 
     # -- the tick ------------------------------------------------------------------------------
 
@@ -693,7 +838,7 @@ class AimController:
 
         visible = target is not None
         if self.phase is AimPhase.REACT and visible and t >= self._react_until:
-            self.flick = self._towards_target(t, sk.fitts_a_s, rng, primary=True)
+            self.flick = self._towards_target(t, MovementKind.FLICK, rng)
             self.phase = AimPhase.FLICK
         elif self.phase is AimPhase.FLICK and not self._moves:
             self.phase = AimPhase.CORRECT
@@ -702,7 +847,7 @@ class AimController:
         elif self.phase is AimPhase.CORRECT and visible and t >= self._next_correction_s and not self._moves:
             seen, _ = self.perceived(t)
             if self._corrections < sk.max_corrections and self._error_to(t, seen) > sk.settle_fraction * 0.5 * self._width:
-                move = self._towards_target(t, sk.correction_a_s, rng, primary=False)
+                move = self._towards_target(t, MovementKind.CORRECTION, rng)
                 self._corrections += 1
                 self._next_correction_s = (move.end_s if move is not None else t) + self._gap(rng)
             else:
@@ -773,7 +918,7 @@ class AimController:
         size = angle_error_deg(ey, ep, hp)
         threshold = max(sk.catchup_threshold_deg, 0.5 * self._width)
         if size > threshold and t_s - self._last_catchup_s >= sk.catchup_refractory_s:
-            self._towards_target(t_s, sk.correction_a_s, rng, primary=False)
+            self._towards_target(t_s, MovementKind.CATCHUP, rng)
             self._last_catchup_s = t_s
             return
         gain = min(1.0, sk.pursuit_position_gain_hz * dt_s)
@@ -786,7 +931,6 @@ class AimController:
         self._base_pitch += sp_
 
     def _look(self, t_s: float, look: tuple[float, float], rng: np.random.Generator) -> None:
-        sk = self.skill
         hy, hp = self.hand(t_s)
         goal = (hy + _wrap(look[0] - hy), float(look[1]))
         # self._error_to(t_s, goal), inlined (a look request comes nearly every idle tick).
@@ -794,8 +938,7 @@ class AimController:
         sy, sp = hy + dy, hp + dp
         if math.hypot(_wrap(goal[0] - sy) * math.cos(math.radians(sp)), goal[1] - sp) < self.config.look_threshold_deg:
             return
-        self._plan(t_s, goal, self.config.look_width_deg, sk.fitts_a_s, 0.0, sk.amplitude_sd, sk.direction_sd,
-                   sk.min_flick_s, rng)
+        self._plan(t_s, MovementKind.LOOK, goal, self.config.look_width_deg, rng)
 
 
 # ------------------------------------------------------------------------------ fire decision

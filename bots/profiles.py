@@ -11,6 +11,14 @@ Scenario parameters (``[bots.params]``) override the profile's dataclass: an unk
 ValueError naming it, as is a value of the wrong type or out of range; so is an unknown profile.
 The registry mapping is read-only; nothing here keeps mutable global state.
 
+``PROFILES`` holds the built-in profiles only. Profiles of other packages (entry point group
+``referee.profiles``, or a ``"module:callable"`` reference returning a :class:`ProfileSpec`) are
+found through :mod:`bots.registry`, which every function here taking a profile name goes through:
+``make_bot("mypkg.cheats:my_profile", ...)`` plays a custom profile. A profile whose parameter
+dataclass has an ``aim_model`` field (``honest`` has one) rides on an honest brain whose aim
+controller plans with that registered aim model (``bots.aim.AimModel``); a profile can also fix
+its aim model in its ``brain`` with :class:`AimModelBrain`.
+
 =================  ====================================================================
 profile            what it does (details: the module of ``bots.cheats`` named)
 =================  ====================================================================
@@ -37,9 +45,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, is_dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -78,7 +86,8 @@ from bots.cheats import (
     WallhackParams,
     esp_brain,
 )
-from bots.cheats.params import NoParams, build_params
+from bots.aim import AimController, AimModel
+from bots.cheats.params import build_params
 from bots.client import BotClient, ClientConfig
 from bots.honest import HonestBrain
 from bots.hooks import ClientHooks
@@ -87,14 +96,20 @@ from bots.skill import Skill, SkillLevel, sample_skill
 from world.geometry import MapGeometry
 from world.mapfile import GameMap
 
+if TYPE_CHECKING:
+    from bots.registry import AimModelRegistry, ProfileRegistry
+
 __all__ = [
     "HONEST",
     "PROFILES",
+    "AimModelBrain",
     "BrainFactory",
+    "HonestParams",
     "HookFactory",
     "ProfileSpec",
     "default_params",
     "ground_truth",
+    "honest_brain",
     "make_bot",
     "make_hooks",
     "profile_names",
@@ -111,9 +126,60 @@ BrainFactory = Callable[[Skill, NavGraph | None, MapGeometry, Any], HonestBrain]
 """(sampled skill, navigation graph, map geometry, profile parameters) -> the brain."""
 
 
+@dataclass(frozen=True, slots=True)
+class HonestParams:
+    """Parameters of the honest profile.
+
+    Attributes:
+        aim_model: the aim model (``bots.aim.AimModel``) the hand plans its movements with: a
+            registered name (``bots.registry.default_aim_models``) or a ``"module:callable"``
+            reference; ``""`` is the built-in minimum-jerk / Fitts' law model.
+    """
+
+    aim_model: str = ""
+
+    def __post_init__(self) -> None:
+        if self.aim_model:
+            _aim_models().resolve(self.aim_model)
+
+
+def _aim_models() -> AimModelRegistry:
+    # bots.registry imports this module for the built-in profiles: imported when first needed.
+    from bots.registry import default_aim_models
+
+    return default_aim_models()
+
+
+def _default_registry() -> ProfileRegistry:
+    from bots.registry import default_registry
+
+    return default_registry()
+
+
 def honest_brain(skill: Skill, nav: NavGraph | None, geometry: MapGeometry, params: Any) -> HonestBrain:
-    """The honest brain, as ``testbed.bot_factory`` builds it for an honest bot."""
-    return HonestBrain(skill, nav=nav, geometry=geometry)
+    """The honest brain, as an honest bot has it; with the aim model named by the parameters'
+    ``aim_model`` field when they have one and it is not empty."""
+    name = getattr(params, "aim_model", "")
+    if not name:
+        return HonestBrain(skill, nav=nav, geometry=geometry)
+    return HonestBrain(skill, nav=nav, geometry=geometry, aim=AimController(skill, model=_aim_models().create(name)))
+
+
+@dataclass(frozen=True, slots=True)
+class AimModelBrain:
+    """A brain factory (``ProfileSpec.brain``): the honest brain whose aim controller plans with a
+    model made by ``aim_model`` (called with no arguments once per bot, so a model may keep state).
+
+    A frozen dataclass rather than a closure so that two specs built alike compare equal.
+    """
+
+    aim_model: Callable[[], AimModel]
+
+    def __call__(self, skill: Skill, nav: NavGraph | None, geometry: MapGeometry, params: Any) -> HonestBrain:
+        model = self.aim_model()
+        if not isinstance(model, AimModel):
+            raise ValueError(f"{self.aim_model!r} made {type(model).__name__}, which has no plan(request, skill, rng)")
+        return HonestBrain(skill, nav=nav, geometry=geometry, aim=AimController(skill, model=model))
 
 
 def _wallhack_brain(skill: Skill, nav: NavGraph | None, geometry: MapGeometry, params: Any) -> HonestBrain:
@@ -140,6 +206,13 @@ class ProfileSpec:
             report or claim), so detectors are expected to flag it within a minute of play. The
             subtle profiles (humanised aimbot, ESP, triggerbot) look like a skilled human shot by
             shot and are caught, if at all, only statistically over longer play.
+        cheat: ground truth: a cheater. False for ``honest`` and for honest variants (another
+            human model, e.g. another aim model), which must then not be ``blatant`` either.
+
+    Raises:
+        ValueError: an empty name or one with a ``:`` (that spells a ``module:callable``
+            reference), ``params`` not a dataclass, ``hooks`` or ``brain`` not callable, or an
+            honest profile marked blatant.
     """
 
     name: str
@@ -149,20 +222,26 @@ class ProfileSpec:
     brain: BrainFactory = honest_brain
     observed_by: tuple[str, ...] = ()
     blatant: bool = True
+    cheat: bool = True
 
-    @property
-    def cheat(self) -> bool:
-        """True for every profile but ``honest``."""
-        return self.name != HONEST
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip() or ":" in self.name:
+            raise ValueError(f"a profile name must be a non-empty string without ':', got {self.name!r}")
+        if not (isinstance(self.params, type) and is_dataclass(self.params)):
+            raise ValueError(f"profile {self.name!r}: params must be a dataclass type, got {self.params!r}")
+        if not callable(self.hooks) or not callable(self.brain):
+            raise ValueError(f"profile {self.name!r}: hooks and brain must be callables")
+        if not self.cheat and self.blatant:
+            raise ValueError(f"profile {self.name!r}: an honest profile (cheat=False) cannot be blatant")
 
 
 def _spec(name: str, description: str, params: type, hooks: HookFactory, *, brain: BrainFactory = honest_brain,
-          observed_by: tuple[str, ...] = (), blatant: bool = True) -> tuple[str, ProfileSpec]:
-    return name, ProfileSpec(name, description, params, hooks, brain, observed_by, blatant)
+          observed_by: tuple[str, ...] = (), blatant: bool = True, cheat: bool = True) -> tuple[str, ProfileSpec]:
+    return name, ProfileSpec(name, description, params, hooks, brain, observed_by, blatant, cheat)
 
 
 PROFILES: Mapping[str, ProfileSpec] = MappingProxyType(dict([
-    _spec(HONEST, "the honest human-like brain, no hooks", NoParams, _honest_hooks, blatant=False),
+    _spec(HONEST, "the honest human-like brain, no hooks", HonestParams, _honest_hooks, blatant=False, cheat=False),
     _spec("lock_aimbot", "view locked exactly on the nearest visible enemy's head, fires when on it",
           LockParams, lambda p, c: LockAimbot(p, c),
           observed_by=("iw4m bone/snap/strain", "aimstats", "aimdetect + bait", "bustaim continuous")),
@@ -209,23 +288,27 @@ PROFILES: Mapping[str, ProfileSpec] = MappingProxyType(dict([
           FakeLagParams, lambda p, c: FakeLag(p, c),
           observed_by=("fire backtrack (late shots)", "connection jitter")),
 ]))
-"""Every profile by name, ``honest`` first (read-only)."""
+"""Every built-in profile by name, ``honest`` first (read-only). Custom profiles too:
+``bots.registry.default_registry()``."""
 
 
 def profile_names() -> tuple[str, ...]:
-    """Names of every profile, ``honest`` included (first)."""
+    """Names of every built-in profile, ``honest`` included (first); with the installed packages'
+    profiles: ``bots.registry.default_registry().names()``."""
     return tuple(PROFILES)
 
 
-def _spec_of(profile: str) -> ProfileSpec:
-    try:
-        return PROFILES[profile]
-    except (KeyError, TypeError):
-        raise ValueError(f"unknown profile {profile!r} (known: {', '.join(PROFILES)})") from None
+def _spec_of(profile: str | ProfileSpec, registry: ProfileRegistry | None = None) -> ProfileSpec:
+    if isinstance(profile, ProfileSpec):
+        return profile
+    if not isinstance(profile, str):
+        raise ValueError(f"unknown profile {profile!r}: expected a name or 'module:callable'")
+    return (registry if registry is not None else _default_registry()).resolve(profile)
 
 
 def ground_truth(profile: str) -> str:
-    """The ground-truth label of a bot of ``profile``: the profile's name (ValueError if unknown)."""
+    """The ground-truth label of a bot of ``profile`` (a name or ``module:callable``): the profile's
+    own name (ValueError if unknown)."""
     return _spec_of(profile).name
 
 
@@ -237,17 +320,18 @@ def default_params(profile: str) -> Any:
 def resolve_params(profile: str, params: Mapping[str, Any] | None = None) -> Any:
     """The profile's parameter dataclass with ``params`` overriding the defaults; ValueError
     naming the key for an unknown key or a bad value."""
-    return build_params(_spec_of(profile).params, params, profile)
+    spec = _spec_of(profile)
+    return build_params(spec.params, params, spec.name)
 
 
 def make_hooks(profile: str, params: Mapping[str, Any] | None, ctx: BuildContext) -> ClientHooks:
     """The client hooks of ``profile`` alone (no brain, no client): for tests and tools."""
     spec = _spec_of(profile)
-    return spec.hooks(build_params(spec.params, params, profile), ctx)
+    return spec.hooks(build_params(spec.params, params, spec.name), ctx)
 
 
 def make_bot(
-    profile: str,
+    profile: str | ProfileSpec,
     *,
     name: str,
     skill: SkillLevel | str | Skill = SkillLevel.AVERAGE,
@@ -258,22 +342,25 @@ def make_bot(
     tick_rate_hz: int = 64,
     rng: np.random.Generator,
     config: ClientConfig | None = None,
+    registry: ProfileRegistry | None = None,
 ) -> BotClient:
     """A sans-IO client playing ``profile``.
 
     Args:
-        profile: a name of :data:`PROFILES`. name: the player name.
+        profile: a profile name of ``registry``, a ``"module:callable"`` reference, or a
+            :class:`ProfileSpec`. name: the player name.
         skill: a skill level (sampled per bot from ``rng``, as for honest bots) or a Skill.
         params: overrides of the profile's parameters (scenario ``[bots.params]``).
         game_map, geometry, nav: what the client ships (geometry and nav built when None;
             pass shared ones for many bots).
         tick_rate_hz: the server's tick rate (Hz). rng: the bot's own generator.
         config: client constants (default: ``ClientConfig`` at ``tick_rate_hz``).
+        registry: where names are looked up (default: ``bots.registry.default_registry()``).
     Raises:
         ValueError: unknown profile, unknown parameter or bad parameter value.
     """
-    spec = _spec_of(profile)
-    values = build_params(spec.params, params, profile)
+    spec = _spec_of(profile, registry)
+    values = build_params(spec.params, params, spec.name)
     geometry = geometry if geometry is not None else MapGeometry(game_map)
     if nav is None:
         nav = NavGraph(geometry)
@@ -285,6 +372,6 @@ def make_bot(
     if isinstance(hooks, CheatHooks):
         hooks.bind_brain(brain)
     cfg = config if config is not None else ClientConfig(default_tick_rate_hz=int(tick_rate_hz))
-    log.debug("bot %s: profile %s, params %s", name, profile,
+    log.debug("bot %s: profile %s, params %s", name, spec.name,
               {f.name: getattr(values, f.name) for f in fields(values)})
     return BotClient(name, brain, game_map, client_rng, config=cfg, hooks=hooks, geometry=geometry)

@@ -1,29 +1,30 @@
 """Who plays: building each scenario bot's sans-IO client from its profile, skill and seed.
 
-``honest`` is ``bots.honest.HonestBrain`` in a ``bots.client.BotClient``. Cheat profiles come from
-the registry ``bots.profiles`` when it exists: ``make_bot(profile, name=, skill=, params=,
-game_map=, geometry=, nav=, tick_rate_hz=, rng=)`` returns the client, and ``profile_names()``
-(or a ``PROFILES`` mapping) lists them. Without the registry only ``honest`` is known, and a
-scenario naming a cheat is refused with the profile named, never played as an honest bot (the
-ground truth would be false).
+Every bot, ``honest`` included, is built by ``bots.profiles.make_bot`` from the profile a
+registry (``bots.registry``; by default the built-ins plus the installed packages' entry points)
+resolves for the scenario's profile reference: a registered name or a ``"module:callable"``
+reference. An unknown profile is refused with the bot and the profile named, never played as an
+honest bot (the ground truth would be false).
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from collections.abc import Mapping
-from types import ModuleType
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from testbed.scenario import BotSpec, ScenarioError, thaw
+from testbed.scenario import BotSpec, Scenario, ScenarioError, thaw
 from testbed.virtual import ClientEndpoint
 from world.geometry import MapGeometry
 from world.mapfile import GameMap
 
-__all__ = ["HONEST", "BotFactory", "DefaultBotFactory", "profile_names"]
+if TYPE_CHECKING:
+    from bots.nav import NavGraph
+    from bots.profiles import ProfileSpec
+    from bots.registry import ProfileRegistry
+
+__all__ = ["HONEST", "BotFactory", "DefaultBotFactory", "profile_names", "scenario_profiles"]
 
 HONEST = "honest"
 
@@ -40,69 +41,68 @@ class BotFactory(Protocol):
     ) -> ClientEndpoint: ...
 
 
-def _registry() -> ModuleType | None:
-    """``bots.profiles`` when it exists (an import error inside it is raised, not hidden)."""
-    if importlib.util.find_spec("bots.profiles") is None:
-        return None
-    return importlib.import_module("bots.profiles")
-
-
 def profile_names() -> tuple[str, ...]:
-    """Names of the bot profiles available: ``honest`` plus the registry's cheat profiles."""
-    registry = _registry()
-    if registry is None:
-        return (HONEST,)
-    names = getattr(registry, "profile_names", None)
-    if callable(names):
-        return tuple(dict.fromkeys((HONEST, *names())))
-    table = getattr(registry, "PROFILES", None)
-    if isinstance(table, Mapping):
-        return tuple(dict.fromkeys((HONEST, *table)))
-    return (HONEST,)
+    """Names of the registered bot profiles: the built-ins (``honest`` first) and those of the
+    installed packages. Scenarios may also name a profile by ``"module:callable"``: validate them
+    against ``bots.registry.default_registry()`` itself to accept those."""
+    from bots.registry import default_registry
+
+    return default_registry().names()
+
+
+def scenario_profiles(scenario: Scenario, registry: ProfileRegistry | None = None) -> Mapping[str, ProfileSpec]:
+    """Ground-truth label -> profile of every bot of ``scenario``: registered profiles and those
+    its groups name by ``module:callable`` reference (under the spec's name). ValueError for a
+    profile ``registry`` (default: ``bots.registry.default_registry()``) cannot resolve."""
+    from bots.registry import default_registry
+
+    reg = registry if registry is not None else default_registry()
+    return {bot.profile: reg.resolve(bot.reference) for bot in scenario.players()}
 
 
 class DefaultBotFactory:
-    """Builds the bots of a match: ``honest`` here, cheats by ``bots.profiles.make_bot``.
+    """Builds the bots of a match through a profile registry.
 
     One instance per match: it caches the navigation graph of the match's map geometry.
+
+    Args:
+        registry: resolves the bots' profiles (default: ``bots.registry.default_registry()``).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, registry: ProfileRegistry | None = None) -> None:
         from bots.nav import NavCache
+        from bots.registry import default_registry
 
+        self.registry: ProfileRegistry = registry if registry is not None else default_registry()
         self._nav = NavCache()
+
+    def nav(self, geometry: MapGeometry) -> NavGraph:
+        """The navigation graph of ``geometry`` (built once per geometry, then shared by the bots)."""
+        return self._nav.get(geometry)
 
     def __call__(
         self, spec: BotSpec, *, game_map: GameMap, geometry: MapGeometry, tick_rate_hz: int, rng: np.random.Generator
     ) -> ClientEndpoint:
+        from bots.client import ClientConfig
+        from bots.profiles import make_bot
+
         try:
-            if spec.profile == HONEST:
-                return self._honest(spec, game_map, geometry, rng)
-            make = getattr(_registry(), "make_bot", None)
-            if make is None:
-                raise ValueError("no cheat profiles are available (bots.profiles is missing)")
-            return make(
-                spec.profile,
+            profile = self.registry.resolve(spec.reference)
+            # Honest bots have always started at the client's default tick rate until ACCEPT
+            # (cheats at the server's): kept, so that replays of existing scenarios do not change
+            # and honest variants differ from ``honest`` by their brain alone.
+            config = None if profile.cheat else ClientConfig()
+            return make_bot(
+                profile,
                 name=spec.name,
                 skill=spec.skill,
                 params=thaw(spec.params),
                 game_map=game_map,
                 geometry=geometry,
-                nav=self._nav.get(geometry),
+                nav=self.nav(geometry),
                 tick_rate_hz=tick_rate_hz,
                 rng=rng,
+                config=config,
             )
         except (KeyError, TypeError, ValueError) as exc:
-            raise ScenarioError(f"bot {spec.name!r} (profile {spec.profile!r}): {exc}") from exc
-
-    def _honest(self, spec: BotSpec, game_map: GameMap, geometry: MapGeometry, rng: np.random.Generator) -> ClientEndpoint:
-        from bots.client import BotClient
-        from bots.honest import HonestBrain
-        from bots.skill import sample_skill
-
-        if spec.params:
-            raise ValueError(f"the honest profile takes no params, got {sorted(spec.params)}")
-        skill_rng, client_rng = rng.spawn(2)
-        nav = self._nav.get(geometry)
-        brain = HonestBrain(sample_skill(skill_rng, spec.skill), nav=nav, geometry=geometry)
-        return BotClient(spec.name, brain, game_map, client_rng, geometry=geometry)
+            raise ScenarioError(f"bot {spec.name!r} (profile {spec.reference!r}): {exc}") from exc

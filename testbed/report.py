@@ -2,7 +2,7 @@
 
 ``referee match`` prints :func:`render_table` at the end, or with ``--json`` one JSON object
 (:meth:`MatchResult.to_json`) on the last line of stdout. JSON contract, per item of ``players``:
-``name``, ``profile`` (ground truth: ``honest`` or the cheat profile's name), ``skill``,
+``name``, ``profile`` (ground truth: the profile's name, ``honest`` or a cheat's), ``skill``,
 ``ping_ms``, ``jitter_ms``, ``loss`` (the configured link: round trip in ms, per-direction loss
 fraction), ``rtt_ms`` and ``measured_loss`` (what the server measured, null when never
 connected), ``shots``, ``hits``, ``kills``, ``deaths``, ``detections`` (a list of
@@ -13,6 +13,7 @@ connected), ``shots``, ``hits``, ``kills``, ``deaths``, ``detections`` (a list o
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -63,6 +64,8 @@ class PlayerResult:
         detections: per (detector, kind), sorted by first occurrence.
         sanction: recommended sanction level name (``none`` without evidence).
         sanction_score: the policy's score (0..1) or None.
+        cheat: ground truth from the bot's profile (``ProfileSpec.cheat``) when known (see
+            :meth:`MatchResult.with_profiles`), None to look the label up (:attr:`honest`).
     """
 
     name: str
@@ -82,11 +85,20 @@ class PlayerResult:
     detections: tuple[DetectionCount, ...] = ()
     sanction: str = NO_SANCTION
     sanction_score: float | None = None
+    cheat: bool | None = None
 
     @property
     def honest(self) -> bool:
-        """Ground truth: not a cheater."""
-        return self.profile == "honest"
+        """Ground truth: not a cheater. ``cheat`` when set; else the profile's ``cheat`` flag when
+        the registry (``bots.registry.default_registry()``: built-ins and installed packages)
+        knows the label; else only ``honest`` is honest (a profile named by ``module:callable``
+        alone needs :meth:`MatchResult.with_profiles`)."""
+        if self.cheat is not None:
+            return not self.cheat
+        from bots.registry import default_registry
+
+        spec = default_registry().get(self.profile)
+        return not spec.cheat if spec is not None else self.profile == "honest"
 
     @property
     def flagged(self) -> bool:
@@ -156,6 +168,16 @@ class MatchResult:
     def speedup(self) -> float:
         """Match seconds per wall second."""
         return self.duration_s / self.wall_s if self.wall_s > 0 else math.inf
+
+    def with_profiles(self, profiles: Mapping[str, Any]) -> MatchResult:
+        """A copy whose players carry their ground truth from ``profiles`` (label -> an object
+        with a ``cheat`` flag, e.g. ``testbed.bot_factory.scenario_profiles(scenario)``); players
+        whose label is not in it are left to :attr:`PlayerResult.honest`'s lookup."""
+        players = tuple(
+            dataclasses.replace(p, cheat=bool(profiles[p.profile].cheat)) if p.profile in profiles else p
+            for p in self.players
+        )
+        return dataclasses.replace(self, players=players)
 
     def confusion(self) -> dict[str, int]:
         """Ground truth against "flagged by any detector": true/false positives and negatives."""

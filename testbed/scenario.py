@@ -17,7 +17,7 @@ A scenario is a TOML file (stdlib ``tomllib``)::
 
     [[bots]]
     count = 8
-    profile = "honest"            # "honest" or a cheat profile name
+    profile = "honest"            # "honest", a cheat profile name, or "module:callable"
     skill = "average"             # low | average | high | pro
     ping_ms = 60.0                # round trip (ms); each direction gets half
     jitter_ms = 5.0               # per direction, sd (ms)
@@ -32,6 +32,12 @@ Every problem is reported as a :class:`ScenarioError` naming the file, the item 
 e.g. ``default.toml: bots[2].loss: expected a fraction in [0, 1], got 1.5``. Which profile names
 exist is not known here (the registry lives in ``bots/``): the loader takes the registry (or a
 lookup function) as an argument.
+
+Given a registry (an object with ``resolve(name) -> ProfileSpec``, e.g.
+``bots.registry.default_registry()``), a group's profile may be a ``"module:callable"`` reference:
+it is resolved while loading (a failure is a ScenarioError with the registry's message), the
+group's ``profile`` becomes the spec's own name (the ground-truth label, and the default name
+prefix) and ``ref`` keeps the reference the bots are built from.
 """
 
 from __future__ import annotations
@@ -64,7 +70,8 @@ __all__ = [
 ]
 
 ProfileLookup = Collection[str] | Callable[[str], bool] | None
-"""Known profile names: a collection (a registry mapping works), a predicate, or None (no check)."""
+"""Known profile names: a collection (a registry mapping works, and resolves ``module:callable``
+references), a predicate, or None (no check)."""
 
 TICK_RATES_HZ: tuple[int, ...] = (64, 128)
 MAX_BOTS = 200
@@ -127,6 +134,8 @@ class BotGroup:
         reorder: per-direction reorder probability (0..1).
         name_prefix: bots are named ``<prefix>-<k>`` (k from 1); defaults to the profile name.
         params: profile parameters (read-only mapping), e.g. ``{"strength": 0.5}``.
+        ref: the ``"module:callable"`` reference the profile was given by when its name differs
+            from it (the bots are built from it); ``""`` when ``profile`` is a registered name.
     """
 
     count: int
@@ -139,8 +148,14 @@ class BotGroup:
     reorder: float = 0.0
     name_prefix: str = ""
     params: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    ref: str = ""
 
     __reduce__ = _reduce
+
+    @property
+    def reference(self) -> str:
+        """What the profile is resolved from: ``ref``, or the profile name itself."""
+        return self.ref or self.profile
 
     @property
     def prefix(self) -> str:
@@ -161,8 +176,10 @@ class BotSpec:
     Attributes:
         index: position in the scenario (0-based, groups in file order), used for seeds and
             virtual addresses. name: unique player name. group: the group's index.
-        profile, skill, params: as in the group. path: its link impairments.
+        profile, skill, params: as in the group (``profile`` is the ground-truth label).
+        path: its link impairments.
         ping_ms, jitter_ms, loss: the configured link conditions (ground truth, for reports).
+        ref: the group's ``module:callable`` reference, ``""`` for a registered profile.
     """
 
     index: int
@@ -175,10 +192,17 @@ class BotSpec:
     ping_ms: float
     jitter_ms: float
     loss: float
+    ref: str = ""
+
+    @property
+    def reference(self) -> str:
+        """What a registry resolves this bot's profile from: ``ref``, or the profile name."""
+        return self.ref or self.profile
 
     def label(self) -> dict[str, Any]:
-        """Ground-truth label for replay headers and reports (plain, msgpack/JSON-able)."""
-        return {
+        """Ground-truth label for replay headers and reports (plain, msgpack/JSON-able); ``ref``
+        only for a profile given by reference (so existing replays' headers stay as they were)."""
+        out = {
             "index": self.index,
             "name": self.name,
             "profile": self.profile,
@@ -188,6 +212,9 @@ class BotSpec:
             "loss": self.loss,
             "params": thaw(self.params),
         }
+        if self.ref:
+            out["ref"] = self.ref
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,6 +260,7 @@ class Scenario:
                         ping_ms=group.ping_ms,
                         jitter_ms=group.jitter_ms,
                         loss=group.loss,
+                        ref=group.ref,
                     )
                 )
         return tuple(out)
@@ -278,7 +306,8 @@ class Scenario:
             "tick_rate_hz": self.tick_rate_hz,
             "seed": self.seed,
             "bots": [
-                {**{f.name: getattr(g, f.name) for f in dataclasses.fields(g) if f.name != "params"}, "params": thaw(g.params)}
+                {**{f.name: getattr(g, f.name) for f in dataclasses.fields(g) if f.name not in ("params", "ref")},
+                 "params": thaw(g.params), **({"ref": g.ref} if g.ref else {})}
                 for g in self.bots
             ],
             "tolerances": thaw(self.tolerances),
@@ -361,15 +390,33 @@ def _profile_names(profiles: ProfileLookup) -> str:
     return ""
 
 
+def _resolve_profile(where: _Where, item: str, profiles: ProfileLookup, profile: str) -> tuple[str, str]:
+    """(ground-truth label, reference) of a group's profile: with a resolving registry a
+    ``module:callable`` reference becomes its spec's name, the reference kept to build from."""
+    resolve = getattr(profiles, "resolve", None)
+    if callable(resolve) and ":" in profile:
+        try:
+            spec = resolve(profile)
+        except ValueError as exc:
+            raise where.error(item, str(exc)) from None
+        if spec.name == profile or (isinstance(profiles, Mapping) and spec.name in profiles):
+            # The registry knows the spec by its name (it refuses a different one of that name).
+            return spec.name, ""
+        return spec.name, profile
+    if not _profile_known(profiles, profile):
+        raise where.error(item, f"unknown profile {profile!r}{_profile_names(profiles)}")
+    return profile, ""
+
+
 def _parse_bot_group(where: _Where, item: str, raw: object, profiles: ProfileLookup) -> BotGroup:
     table = _table(where, item, raw)
     _check_keys(where, item, table, _BOT_KEYS)
     if "count" not in table:
         raise where.error(item, "missing required key 'count'")
     count = _integer(where, f"{item}.count", table["count"], minimum=1, maximum=MAX_BOTS)
-    profile = _string(where, f"{item}.profile", table.get("profile", "honest"))
-    if not _profile_known(profiles, profile):
-        raise where.error(f"{item}.profile", f"unknown profile {profile!r}{_profile_names(profiles)}")
+    profile, ref = _resolve_profile(
+        where, f"{item}.profile", profiles, _string(where, f"{item}.profile", table.get("profile", "honest"))
+    )
     skill = _string(where, f"{item}.skill", table.get("skill", "average"))
     levels = [level.value for level in SkillLevel]
     if skill not in levels:
@@ -392,6 +439,7 @@ def _parse_bot_group(where: _Where, item: str, raw: object, profiles: ProfileLoo
         reorder=reorder,
         name_prefix=prefix,
         params=_freeze(params),
+        ref=ref,
     )
     # Longest generated name must fit the protocol's name field.
     longest = f"{group.prefix}-{count}"
@@ -420,6 +468,17 @@ def _validate_scenario(s: Scenario) -> None:
                 f"prefix {group.prefix!r} already used by bots[{seen[group.prefix]}]; names must be unique",
             )
         seen[group.prefix] = g
+    # A ground-truth label must mean one profile: two references to specs of the same name, or a
+    # reference named like a registered profile that another group names directly, are refused.
+    origin: dict[str, tuple[int, str]] = {}
+    for g, group in enumerate(s.bots):
+        first = origin.setdefault(group.profile, (g, group.reference))
+        if first[1] != group.reference:
+            raise where.error(
+                f"bots[{g}].profile",
+                f"{group.reference!r} is a profile named {group.profile!r}, as is {first[1]!r} of bots[{first[0]}]; "
+                "one name cannot label two profiles",
+            )
 
 
 def _resolve_map(where: _Where, value: object, base: Path | None) -> str:
