@@ -122,9 +122,10 @@ class ReplayReader:
     ``truncated`` becomes True when the stream ended on an incomplete or corrupt frame.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, data: bytes | None = None) -> None:
         self.path = Path(path)
-        self._data = self.path.read_bytes()
+        # ``data``: the file's bytes already in memory (a lab corpus keeps streams in its database).
+        self._data = self.path.read_bytes() if data is None else data
         if not self._data.startswith(MAGIC):
             raise ReplayError(f"{self.path}: not a Referee replay (bad magic)")
         self._offset = len(MAGIC)

@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     bots = sub.add_parser("bots", help="connect bots to a server", description="Connect N bots of one profile to a server.")
     bots.add_argument("--server", type=_host_port, required=True, metavar="HOST:PORT", help="the server's address")
     bots.add_argument("--count", type=_count, default=4, help="number of bots (default: 4)")
-    bots.add_argument("--profile", default="honest", help="honest or a cheat profile name (default: honest)")
+    bots.add_argument("--profile", default="honest", help="a profile name (honest, a cheat, an installed one) or module:callable (default: honest)")
     bots.add_argument("--skill", default="average", choices=("low", "average", "high", "pro"), help="aim skill (default: average)")
     bots.add_argument("--map", default="corridors", help="the server's map: built-in name or file (default: corridors)")
     bots.add_argument("--ping-ms", type=_non_negative_float, default=0.0, help="emulated round trip (ms, default: 0)")
@@ -179,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--duration", type=_positive_float, help="override every scenario's duration (s)")
     evaluate.add_argument("--jobs", type=_count, help="matches played in parallel (default: one per CPU)")
     evaluate.add_argument("--json", action="store_true", help="print the report as one JSON object on the last line")
+    evaluate.add_argument("--out", metavar="DIR", help="also store the matches as a lab corpus (referee lab report DIR)")
 
     train_ad = sub.add_parser(
         "train-aimdetect",
@@ -193,6 +194,10 @@ def build_parser() -> argparse.ArgumentParser:
     train_ad.add_argument("--per-cheat", type=int, default=1, help="bots of each aim cheat per match (default 1)")
     train_ad.add_argument("--seed", type=int, default=2016, help="root seed (default 2016)")
     train_ad.add_argument("--out", default=None, help="model path (default: the shipped anticheat/models/aimdetect.npz)")
+
+    from testbed.lab.cli import add_lab_parser
+
+    add_lab_parser(sub)
     return parser
 
 
@@ -281,13 +286,14 @@ class _ProgressLine:
 
 
 def _cmd_match(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from testbed.bot_factory import profile_names
+    from bots.registry import default_registry
+    from testbed.bot_factory import scenario_profiles
     from testbed.bot_process import BotProcessError
     from testbed.match import run_udp, run_virtual
     from testbed.report import render_table, summary_line
     from testbed.scenario import ScenarioError, default_scenario, load_scenario
 
-    profiles = profile_names()
+    profiles = default_registry()
     try:
         scenario = load_scenario(args.scenario, profiles) if args.scenario else default_scenario(profiles)
         changes: dict[str, Any] = {}
@@ -316,6 +322,8 @@ def _cmd_match(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     finally:
         if progress is not None:
             progress.done()
+    # Profiles named by module:callable are unknown to the registry by their labels.
+    result = result.with_profiles(scenario_profiles(scenario, profiles))
     if args.json:
         out.write(result.to_json_line() + "\n")
     else:
@@ -368,11 +376,11 @@ def _cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _cmd_evaluate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     import json
 
-    from testbed.bot_factory import profile_names
+    from bots.registry import default_registry
     from testbed.evaluation import ScenarioOutcome, builtin_cheat_scenarios, evaluate, render_evaluation
     from testbed.scenario import ScenarioError, load_scenario
 
-    profiles = profile_names()
+    profiles = default_registry()
     try:
         scenarios = [load_scenario(p, profiles) for p in args.scenarios] or builtin_cheat_scenarios(profiles)
     except ScenarioError as exc:
@@ -387,7 +395,20 @@ def _cmd_evaluate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         err.write(f"{o.scenario}: {flagged}/{len(o.cheaters)} cheaters flagged, "
                   f"{len(o.false_positives)}/{o.honest} honest flagged ({o.wall_s:.0f} s wall)\n")
 
-    report = evaluate(scenarios, deadline_s=args.deadline, jobs=args.jobs, on_done=done)
+    store = None
+    if args.out:
+        from testbed.lab.store import open_store
+
+        store = open_store(args.out)
+        if store.done_match_ids():
+            store.close()
+            raise CliError(f"{args.out} already holds a corpus; store an evaluation in a new directory")
+        store.set_meta("spec_name", "evaluate")
+    try:
+        report = evaluate(scenarios, deadline_s=args.deadline, jobs=args.jobs, on_done=done, store=store)
+    finally:
+        if store is not None:
+            store.close()
     if args.json:
         out.write(json.dumps(report.to_json(), sort_keys=True) + "\n")
     else:
@@ -471,13 +492,14 @@ def _server_table(report: dict[str, Any]) -> Table:
 
 
 def _cmd_bots(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from testbed.bot_factory import profile_names
+    from bots.registry import default_registry
     from testbed.scenario import ScenarioError
     from testbed.standalone import run_bot_swarm
 
-    known = profile_names()
-    if args.profile not in known:
-        raise CliError(f"unknown profile {args.profile!r}; known profiles: {', '.join(known)}")
+    try:
+        default_registry().resolve(args.profile)
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
     game_map = _load_map(args.map)
     try:
         stats = _run_async(
@@ -510,7 +532,17 @@ def _cmd_bots(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
+def _cmd_lab(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from testbed.lab.cli import LabError, run_lab
+
+    try:
+        return run_lab(args, out, err)
+    except LabError as exc:
+        raise CliError(str(exc)) from exc
+
+
 _COMMANDS = {
+    "lab": _cmd_lab,
     "match": _cmd_match,
     "replay": _cmd_replay,
     "serve": _cmd_serve,

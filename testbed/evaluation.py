@@ -4,8 +4,12 @@
 ``cheat_<profile>`` scenario: one cheater among honest players on mixed links) and reports, per
 cheating bot, whether it was flagged within the deadline (60 simulated seconds by default), by
 which detectors, and the match time of its first detection; and, per scenario, every honest bot
-that was flagged at all (a false positive). Matches run in parallel worker processes; each is
-deterministic for its seed, so the report is too.
+that was flagged at all (a false positive). It is a small preset of the lab (``testbed.lab``):
+each scenario becomes one lab match job, played by the lab's runner (``play_jobs``: worker
+processes, the stream recorded and the suite re-run over it), and the outcome is read from the
+rows the lab would store; ``--out DIR`` stores them, so ``referee lab report DIR`` shows the same
+matches with intervals and time-to-detect curves. Each match is deterministic for its seed, so
+the report is too.
 
 "Flagged" means at least one Detection, whatever the sanction policy then recommends: the policy
 weighs evidence before anything is applied, but a detection on an honest player is already a
@@ -16,15 +20,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
 from rich.table import Table
 
-from bots.profiles import HONEST, PROFILES
 
-from testbed.report import MatchResult, PlayerResult
+from testbed.lab.spec import MatchJob
+from testbed.lab.store import LabStore, MatchRows
+from testbed.report import NO_SANCTION, detection_counts
 from testbed.scenario import Scenario, builtin_scenario, builtin_scenario_names
 
 __all__ = [
@@ -35,7 +39,8 @@ __all__ = [
     "cheat_scenarios",
     "evaluate",
     "render_evaluation",
-    "summarize_match",
+    "scenario_job",
+    "summarize_rows",
 ]
 
 CHEAT_PREFIX = "cheat_"
@@ -126,30 +131,34 @@ class EvaluationReport:
                 "scenarios": [s.to_json() for s in self.scenarios]}
 
 
-def _labels(p: PlayerResult) -> tuple[str, ...]:
-    return tuple(d.label for d in p.detections)
-
-
-def summarize_match(result: MatchResult, deadline_s: float) -> ScenarioOutcome:
-    """The outcome of one played scenario."""
+def summarize_rows(scenario: Scenario, rows: MatchRows, deadline_s: float) -> ScenarioOutcome:
+    """The outcome of one scenario played as a lab match (its stored rows)."""
+    found: dict[str, list[tuple[str, str, float]]] = {}
+    for row in rows.detections:
+        found.setdefault(row[2], []).append((row[5], row[6], float(row[3])))
+    levels: dict[str, str] = {}
+    for row in rows.decisions:
+        levels[row[2]] = str(row[5])
     cheaters = []
     false_positives = []
     honest = 0
-    for p in result.players:
-        first = p.first_detection_s
-        if p.profile == HONEST:
+    for p in rows.players:
+        name = str(p["name"])
+        counts = detection_counts(found.get(name, []))
+        labels = tuple(c.label for c in counts)
+        if not p["cheat"]:
             honest += 1
-            if p.detections:
-                false_positives.append((p.name, p.ping_ms, p.loss, _labels(p)))
+            if counts:
+                false_positives.append((name, float(p["ping_ms"]), float(p["loss"]), labels))
             continue
+        first = min((c.first_s for c in counts), default=None)
         cheaters.append(CheaterOutcome(
-            scenario=result.scenario, name=p.name, profile=p.profile,
-            blatant=p.profile in PROFILES and PROFILES[p.profile].blatant,
-            flagged=first is not None and first <= deadline_s, first_s=first, detectors=_labels(p),
-            sanction=p.sanction, shots=p.shots,
+            scenario=scenario.name, name=name, profile=str(p["profile"]), blatant=bool(p["blatant"]),
+            flagged=first is not None and first <= deadline_s, first_s=first, detectors=labels,
+            sanction=levels.get(name, NO_SANCTION) if counts else NO_SANCTION, shots=int(p["shots"]),
         ))
-    return ScenarioOutcome(scenario=result.scenario, map=result.map, duration_s=result.duration_s,
-                           wall_s=result.wall_s, honest=honest, cheaters=tuple(cheaters),
+    return ScenarioOutcome(scenario=scenario.name, map=scenario.map, duration_s=scenario.duration_s,
+                           wall_s=float(rows.match["wall_s"]), honest=honest, cheaters=tuple(cheaters),
                            false_positives=tuple(false_positives))
 
 
@@ -158,11 +167,11 @@ def cheat_scenarios() -> tuple[str, ...]:
     return tuple(n for n in builtin_scenario_names() if n.startswith(CHEAT_PREFIX))
 
 
-def _play(scenario: Scenario) -> MatchResult:
-    # Imported here so that worker processes pay for the match machinery only when they play.
-    from testbed.match import run_virtual
-
-    return run_virtual(scenario)
+def scenario_job(index: int, scenario: Scenario) -> MatchJob:
+    """A scenario as a lab match job (each bot's link class named for its ping)."""
+    labels = {b.name: {"link": f"{b.ping_ms:g} ms, {b.loss:.0%} loss", "param_bin": "", "label": b.profile}
+              for b in scenario.players()}
+    return MatchJob(index, scenario, labels)
 
 
 def evaluate(
@@ -171,26 +180,25 @@ def evaluate(
     deadline_s: float = 60.0,
     jobs: int | None = None,
     on_done: Callable[[ScenarioOutcome], None] | None = None,
+    store: LabStore | None = None,
 ) -> EvaluationReport:
-    """Play ``scenarios`` (in ``jobs`` worker processes; default: one per CPU) and report.
+    """Play ``scenarios`` as lab matches (``jobs`` worker processes; default one per CPU) and report.
 
-    Outcomes are in the order of ``scenarios``, whatever order the matches finish in.
+    Outcomes are in the order of ``scenarios``, whatever order the matches finish in. With a
+    ``store`` (a lab corpus database), every match's rows are stored too.
     """
-    workers = max(1, min(jobs or os.cpu_count() or 1, len(scenarios) or 1))
+    from testbed.lab.corpus import play_jobs
+
     outcomes: list[ScenarioOutcome | None] = [None] * len(scenarios)
-    if workers == 1:
-        for i, sc in enumerate(scenarios):
-            outcomes[i] = summarize_match(_play(sc), deadline_s)
-            if on_done is not None:
-                on_done(outcomes[i])
-    else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(_play, sc): i for i, sc in enumerate(scenarios)}
-            for fut in as_completed(futures):
-                i = futures[fut]
-                outcomes[i] = summarize_match(fut.result(), deadline_s)
-                if on_done is not None:
-                    on_done(outcomes[i])
+    match_jobs = [scenario_job(i, sc) for i, sc in enumerate(scenarios)]
+    workers = max(1, min(jobs or os.cpu_count() or 1, len(scenarios) or 1))
+    for rows in play_jobs(match_jobs, workers=workers):
+        i = int(rows.match["match_id"])
+        if store is not None:
+            store.add_match(rows)
+        outcomes[i] = summarize_rows(scenarios[i], rows, deadline_s)
+        if on_done is not None:
+            on_done(outcomes[i])
     return EvaluationReport(deadline_s=deadline_s, scenarios=tuple(o for o in outcomes if o is not None))
 
 

@@ -31,7 +31,7 @@ from anticheat.events import Detection, FireEvidence, KillEvent, MovementEvidenc
 from server.recording import ReplayReader
 from testbed.report import DetectionCount, detection_counts
 
-__all__ = ["DetectRun", "PlayerCounts", "ReplaySummary", "detect", "render_detect", "render_summary", "summarize"]
+__all__ = ["DetectRun", "PlayerCounts", "ReplaySummary", "detect", "merge_tolerances", "render_detect", "render_summary", "summarize"]
 
 _HEADSHOT_BONES = frozenset({2, 3})
 """Head and neck (REFERENCES section 3), as IW4MAdmin counts headshots."""
@@ -261,7 +261,8 @@ class DetectRun:
         }
 
 
-def _merge(base: Mapping[str, Any] | None, overrides: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
+def merge_tolerances(base: Mapping[str, Any] | None, overrides: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
+    """Tolerance tables ``base`` (a replay header's, possibly malformed) with ``overrides`` on top, per key."""
     merged: dict[str, dict[str, Any]] = {}
     for source in (base, overrides):
         if not isinstance(source, Mapping):
@@ -283,7 +284,7 @@ def detect(
     """
     reader = ReplayReader(path)
     header = reader.header
-    used = _merge(header.get("tolerances"), tolerances)
+    used = merge_tolerances(header.get("tolerances"), tolerances)
     now = [0.0]
     pipeline = build_pipeline(used or None, clock=lambda: now[0])
     names: dict[int, str] = {}

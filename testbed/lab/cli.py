@@ -1,0 +1,383 @@
+"""``referee lab``: build corpora, re-run them, tune tolerances, report.
+
+    referee lab corpus SPEC --out DIR [--jobs N] [--ray ADDRESS] [--max-matches N] [--seed N]
+    referee lab rerun DIR --tolerances FILE --run NAME [--jobs N] [--ray ADDRESS]
+    referee lab tune DIR --target-fpr-per-hour R --deadline S [--detectors A,B] [--params S.K,...]
+                     [--trials N] [--holdout DIR] [--out tuned.toml]
+    referee lab report DIR --out report.html [--run NAME] [--compare DIR[:RUN]] [--json]
+    referee lab export DIR OUTDIR        (every table as Parquet)
+    referee lab sql DIR "SELECT ..."     (read-only SQL over the corpus)
+
+SPEC is a corpus spec file or a built-in spec's name (``standard``, ``smoke``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+__all__ = ["add_lab_parser", "run_lab"]
+
+
+class LabError(Exception):
+    """A user-facing failure of a lab command (printed by the CLI, exit status 1)."""
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {value}")
+    return value
+
+
+def add_lab_parser(sub: Any) -> None:
+    """Add ``lab`` and its subcommands to the ``referee`` parser's subparsers."""
+    lab = sub.add_parser("lab", help="the tuning lab: corpora, metrics with intervals, tolerance search, report",
+                         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    cmds = lab.add_subparsers(dest="lab_command", required=True, metavar="{corpus,rerun,tune,report,export,sql}")
+
+    corpus = cmds.add_parser("corpus", help="play a spec's labelled matches into a corpus directory (resumable)")
+    corpus.add_argument("spec", help="corpus spec TOML, or a built-in spec name (standard, smoke)")
+    corpus.add_argument("--out", required=True, help="corpus directory (its corpus.duckdb is created or resumed)")
+    corpus.add_argument("--jobs", type=_count, help="worker processes (default: one per CPU)")
+    corpus.add_argument("--ray", metavar="ADDRESS", help="play on a Ray cluster ('local' starts one here); needs referee[ray]")
+    corpus.add_argument("--max-matches", type=_count, help="play at most this many of the missing matches")
+    corpus.add_argument("--seed", type=int, help="play the spec on other seeds (match i plays SEED + i): a held-out corpus")
+    corpus.add_argument("--json", action="store_true", help="print a JSON summary of the build on the last line")
+
+    rerun = cmds.add_parser("rerun", help="re-run the detectors over the stored streams with other tolerances")
+    rerun.add_argument("dir")
+    rerun.add_argument("--tolerances", required=True, help="tolerance TOML (same tables as --tolerances elsewhere)")
+    rerun.add_argument("--run", required=True, help="name the results are stored under (not 'base')")
+    rerun.add_argument("--jobs", type=_count)
+    rerun.add_argument("--ray", metavar="ADDRESS")
+
+    tune = cmds.add_parser("tune", help="search tolerances for the most cheaters caught at a target false-alarm rate")
+    tune.add_argument("dir", help="tuning corpus")
+    tune.add_argument("--target-fpr-per-hour", type=float, default=0.01,
+                      help="honest false alarms per player-hour allowed (default 0.01: 1 per 100 h)")
+    tune.add_argument("--deadline", type=_positive, default=120.0, help="a cheater counts as caught within this many s of play (120)")
+    tune.add_argument("--detectors", help="comma-separated tolerance sections to search (default: every detector's)")
+    tune.add_argument("--params", help="comma-separated section.key tolerances to search (instead of --detectors)")
+    tune.add_argument("--all-fields", action="store_true",
+                      help="search every numeric tolerance of the sections, not only the declared thresholds")
+    tune.add_argument("--trials", type=_count, default=30, help="Optuna trials (30)")
+    tune.add_argument("--jobs", type=_count)
+    tune.add_argument("--ray", metavar="ADDRESS")
+    tune.add_argument("--seed", type=int, default=0, help="the sampler's seed")
+    tune.add_argument("--holdout", help="a corpus of disjoint seeds: the pick is re-run there as run 'tuned'")
+    tune.add_argument("--out", default="tuned.toml", help="where to write the tuned tolerances (tuned.toml)")
+    tune.add_argument("--json", action="store_true")
+
+    report = cmds.add_parser("report", help="metrics with 95 %% intervals: HTML page or JSON")
+    report.add_argument("dir")
+    report.add_argument("--out", help="HTML file to write (default: DIR/report.html)")
+    report.add_argument("--run", default="base", help="tolerance set to report (base)")
+    report.add_argument("--compare", metavar="DIR[:RUN]", help="a second corpus (or run) shown side by side")
+    report.add_argument("--json", action="store_true", help="print the numbers as one JSON object instead")
+
+    export = cmds.add_parser("export", help="write every table of the corpus as Parquet")
+    export.add_argument("dir")
+    export.add_argument("outdir")
+
+    sql = cmds.add_parser("sql", help="run a read-only SQL query over the corpus")
+    sql.add_argument("dir")
+    sql.add_argument("query")
+
+
+def run_lab(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Run one ``referee lab`` subcommand; LabError for a user-facing failure."""
+    handler = {"corpus": _corpus, "rerun": _rerun, "tune": _tune, "report": _report, "export": _export,
+               "sql": _sql}[args.lab_command]
+    return handler(args, out, err)
+
+
+def _console(out: TextIO) -> Console:
+    return Console(file=out, width=max(80, min(120, Console(file=out).width)))
+
+
+def _init_ray(address: str) -> None:
+    try:
+        import ray
+    except ImportError as exc:
+        raise LabError("--ray needs Ray: pip install 'referee[ray]'") from exc
+    if not ray.is_initialized():
+        if address == "local":
+            ray.init(include_dashboard=False, log_to_driver=False)
+        else:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+
+
+def _corpus(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from bots.registry import default_registry
+    from testbed.lab.corpus import CorpusMismatchError, build_corpus
+    from testbed.lab.spec import SpecError, load_spec
+    from testbed.lab.store import open_store
+
+    registry = default_registry()
+    try:
+        spec = load_spec(args.spec, registry)
+    except SpecError as exc:
+        raise LabError(str(exc)) from exc
+    if args.seed is not None:
+        spec = spec.with_seed(args.seed)
+    console = Console(file=err)
+    console.print(f"corpus {spec.name!r}: {spec.match_count} matches of {spec.duration_s:g} s, "
+                  f"{spec.player_hours:.1f} player-hours ({spec.honest_per_match} honest + "
+                  f"{spec.cheaters_per_match} cheating bots a match), seeds {spec.seed}-{spec.seed + spec.match_count - 1}")
+    store = open_store(args.out)
+    try:
+        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("{task.fields[hours]:.1f} player-h"), TimeElapsedColumn(), TextColumn("ETA"),
+                      TimeRemainingColumn(), console=console, transient=False) as progress:
+            done_before = len(store.done_match_ids())
+            task = progress.add_task("matches", total=spec.match_count, completed=done_before,
+                                     hours=done_before * spec.player_hours / spec.match_count)
+            try:
+                report = build_corpus(
+                    spec, store, workers=args.jobs, ray_address=args.ray, max_matches=args.max_matches,
+                    on_progress=lambda p: progress.update(task, completed=p.done, hours=p.player_hours),
+                )
+            except CorpusMismatchError as exc:
+                raise LabError(str(exc)) from exc
+        size = store.size_bytes()
+    finally:
+        store.close()
+    summary = {"spec": spec.name, "dir": os.fspath(args.out), "played": report.played, "skipped": report.skipped,
+               "total": report.total, "wall_s": round(report.wall_s, 1), "runner": report.runner,
+               "db_bytes": size, "db_mb_per_player_hour": round(size / 1e6 / max(1e-9, (report.played + report.skipped) * spec.player_hours / spec.match_count), 2)}
+    if args.json:
+        out.write(json.dumps(summary) + "\n")
+    else:
+        out.write(f"played {report.played} matches ({report.skipped} already stored) of {report.total} in "
+                  f"{report.wall_s:.0f} s; database {size / 1e6:.1f} MB "
+                  f"({summary['db_mb_per_player_hour']} MB per player-hour)\n")
+    return 0
+
+
+def _load_tolerances(path: str) -> dict[str, dict[str, Any]]:
+    from anticheat.suite import resolve_configs
+    from anticheat.tolerances import ToleranceError, load_overrides
+
+    try:
+        overrides = load_overrides(Path(path))
+        resolve_configs(overrides)
+    except ToleranceError as exc:
+        raise LabError(str(exc)) from exc
+    except ValueError as exc:
+        raise LabError(f"{path}: {exc}") from exc
+    return overrides
+
+
+def _rerun(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from testbed.lab.rerun import rerun_corpus
+    from testbed.lab.store import open_store
+
+    if args.run == "base":
+        raise LabError("run 'base' holds the corpus's own tolerances; name this run otherwise")
+    overrides = _load_tolerances(args.tolerances)
+    try:
+        store = open_store(args.dir)
+    except FileNotFoundError as exc:
+        raise LabError(str(exc)) from exc
+    if args.ray:
+        _init_ray(args.ray)
+    start = time.perf_counter()
+    try:
+        n = rerun_corpus(store, overrides, args.run, workers=args.jobs, ray=bool(args.ray),
+                         on_match=lambda d, t: err.write(f"\rre-ran {d}/{t} matches"))
+    finally:
+        store.close()
+    err.write("\n")
+    out.write(f"re-ran {n} matches as run {args.run!r} in {time.perf_counter() - start:.1f} s\n")
+    return 0
+
+
+def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from testbed.lab.rerun import rerun_corpus
+    from testbed.lab.store import open_store
+    from testbed.lab.tune import search_space, to_toml, tune
+
+    try:
+        space = search_space(
+            sections=args.detectors.split(",") if args.detectors else None,
+            keys=args.params.split(",") if args.params else None,
+            all_fields=args.all_fields,
+        )
+    except ValueError as exc:
+        raise LabError(str(exc)) from exc
+    if not space:
+        raise LabError("nothing to search: the chosen sections declare no searched thresholds "
+                       "(name tolerances with --params, or add --all-fields)")
+    try:
+        store = open_store(args.dir)
+        holdout = open_store(args.holdout) if args.holdout else None
+    except FileNotFoundError as exc:
+        raise LabError(str(exc)) from exc
+    try:
+        if holdout is not None:
+            _check_disjoint(store, holdout)
+        if args.ray:
+            _init_ray(args.ray)
+        err.write(f"searching {len(space)} tolerances over {len(store.done_match_ids())} matches, {args.trials} trials\n")
+
+        def on_trial(r: Any) -> None:
+            tag = "defaults" if r.number < 0 else f"trial {r.number}"
+            err.write(f"{tag}: TPR@{args.deadline:g}s {r.detected}/{r.eligible} = {r.tpr:.3f}, "
+                      f"honest alarms {r.alarms} in {r.honest_hours:.2f} h = {r.alarms_per_hour:.3f}/h\n")
+
+        result = tune(store, target_per_hour=args.target_fpr_per_hour, deadline_s=args.deadline, space=space,
+                      trials=args.trials, workers=args.jobs, ray=bool(args.ray), seed=args.seed, on_trial=on_trial)
+        if result.best is None:
+            out.write(f"no trial met {args.target_fpr_per_hour:g} false alarms per player-hour; nothing written\n")
+            _print_front(result, out)
+            return 1
+        comment = (f"referee lab tune {args.dir} --target-fpr-per-hour {args.target_fpr_per_hour:g} "
+                   f"--deadline {args.deadline:g}\ntuning corpus: TPR {result.best.tpr:.3f} "
+                   f"({result.best.detected}/{result.best.eligible}), {result.best.alarms} honest alarms in "
+                   f"{result.best.honest_hours:.2f} player-h")
+        Path(args.out).write_text(to_toml(result.best.overrides, comment), encoding="utf-8")
+        store.set_meta("tune", json.dumps(result.to_json()))
+        rerun_corpus(store, result.best.overrides or None, "tuned", workers=args.jobs, ray=bool(args.ray))
+        if holdout is not None:
+            rerun_corpus(holdout, result.best.overrides or None, "tuned", workers=args.jobs, ray=bool(args.ray))
+    finally:
+        store.close()
+        if holdout is not None:
+            holdout.close()
+    if args.json:
+        out.write(json.dumps(result.to_json()) + "\n")
+    else:
+        _print_front(result, out)
+        out.write(f"wrote {args.out}; results stored as run 'tuned' in {args.dir}"
+                  + (f" and {args.holdout}" if args.holdout else "") + "\n")
+    return 0
+
+
+def _print_front(result: Any, out: TextIO) -> None:
+    table = Table(title=f"Pareto front: TPR within {result.deadline_s:g} s against honest alarms per player-hour",
+                  title_justify="left")
+    for col in ("trial", "TPR", "caught", "alarms/h", "alarms", "changed tolerances"):
+        table.add_column(col)
+    for r in (result.baseline, *result.front):
+        changed = ", ".join(f"{s}.{k}={v:.4g}" for s, t in r.overrides.items() for k, v in t.items()) or "defaults"
+        table.add_row("defaults" if r.number < 0 else str(r.number), f"{r.tpr:.3f}", f"{r.detected}/{r.eligible}",
+                      f"{r.alarms_per_hour:.3f}", str(r.alarms), changed)
+    _console(out).print(table)
+
+
+def _check_disjoint(a: Any, b: Any) -> None:
+    sa = {int(r[0]) for r in a.con.execute("SELECT seed FROM matches").fetchall()}
+    sb = {int(r[0]) for r in b.con.execute("SELECT seed FROM matches").fetchall()}
+    common = sa & sb
+    if common:
+        raise LabError(f"the holdout corpus shares {len(common)} seeds with the tuning corpus "
+                       f"(e.g. {min(common)}); build it with `referee lab corpus ... --seed N` on other seeds")
+
+
+def _summary(directory: str, run: str) -> dict[str, Any]:
+    from testbed.lab.aggregate import summarize
+    from testbed.lab.store import open_store
+
+    try:
+        store = open_store(directory, read_only=True)
+    except FileNotFoundError as exc:
+        raise LabError(str(exc)) from exc
+    try:
+        runs = store.runs() or ["base"]
+        if run not in runs:
+            raise LabError(f"{directory}: no run {run!r}; runs: {', '.join(runs)}")
+        summary = summarize(store.con, run=run)
+        summary["corpus"]["dir"] = directory
+        summary["corpus"]["spec"] = store.meta("spec_name")
+        tuned = store.meta("tune")
+        if tuned:
+            summary["tune"] = json.loads(tuned)
+        return summary
+    finally:
+        store.close()
+
+
+def _report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from testbed.lab.report import render_html
+
+    summary = _summary(args.dir, args.run)
+    compare = None
+    if args.compare:
+        cdir, _, crun = args.compare.partition(":")
+        compare = _summary(cdir or args.dir, crun or args.run)
+    if args.json:
+        out.write(json.dumps({"summary": summary, "compare": compare}, default=str) + "\n")
+        return 0
+    path = Path(args.out) if args.out else Path(args.dir) / "report.html"
+    title = f"Referee lab: {summary['corpus'].get('spec') or args.dir} (run {args.run})"
+    path.write_text(render_html(summary, title=title, compare=compare), encoding="utf-8")
+    out.write(f"wrote {path}\n")
+    return 0
+
+
+def _export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from testbed.lab.store import open_store
+
+    try:
+        store = open_store(args.dir, read_only=True)
+    except FileNotFoundError as exc:
+        raise LabError(str(exc)) from exc
+    target = Path(args.outdir)
+    target.mkdir(parents=True, exist_ok=True)
+    try:
+        for table in ("meta", "matches", "players", "streams", "detections", "decisions", "traces"):
+            dest = target / f"{table}.parquet"
+            store.con.execute(f"COPY {table} TO '{dest.as_posix()}' (FORMAT parquet)")
+            out.write(f"{dest}\n")
+    finally:
+        store.close()
+    return 0
+
+
+def _sql(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    import duckdb
+
+    from testbed.lab.store import open_store
+
+    try:
+        store = open_store(args.dir, read_only=True)
+    except FileNotFoundError as exc:
+        raise LabError(str(exc)) from exc
+    try:
+        try:
+            result = store.con.execute(args.query)
+        except duckdb.Error as exc:
+            raise LabError(f"SQL: {exc}") from exc
+        columns = [d[0] for d in result.description or ()]
+        table = Table()
+        for c in columns:
+            table.add_column(c)
+        for row in result.fetchall():
+            table.add_row(*(f"{v:.4g}" if isinstance(v, float) else str(v) for v in row))
+        _console(out).print(table)
+    finally:
+        store.close()
+    return 0

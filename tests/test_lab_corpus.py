@@ -1,0 +1,246 @@
+"""Corpus builds: stored rows, resume after a kill, Ray against processes, re-runs and tuning.
+
+One tiny spec (three 5 s matches, a speed hack among two honest bots) is built several ways; the
+corpora must be equal row for row (wall times and the runner's name aside), since every match is
+deterministic for its seed.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from testbed.lab.corpus import CorpusMismatchError, build_corpus
+from testbed.lab.rerun import rerun_corpus
+from testbed.lab.spec import CorpusSpec, parse_spec
+from testbed.lab.store import open_store
+
+SPEC = """
+name = "tiny"
+duration_s = 5.0
+maps = ["corridors"]
+seed = 31000
+honest_per_match = 2
+cheaters_per_match = 1
+honest_player_hours = 0.0
+cheater_engagements = 3
+
+[[links]]
+name = "lan"
+ping_ms = 30.0
+
+[[links]]
+name = "lossy"
+ping_ms = 200.0
+jitter_ms = 10.0
+loss = 0.03
+
+[[cheats]]
+profile = "speedhack"
+"""
+
+TABLES = {
+    "matches": "SELECT * EXCLUDE (wall_s, runner, finished_at) FROM matches ORDER BY ALL",
+    "players": "SELECT * FROM players ORDER BY ALL",
+    "streams": "SELECT match_id, codec, raw_bytes, md5(data) FROM streams ORDER BY ALL",
+    "detections": "SELECT * FROM detections ORDER BY ALL",
+    "decisions": "SELECT * FROM decisions ORDER BY ALL",
+    "traces": "SELECT * FROM traces ORDER BY ALL",
+}
+
+
+def tiny() -> CorpusSpec:
+    return parse_spec(tomllib.loads(SPEC), "<tiny>")
+
+
+def dump(directory: Path) -> dict[str, list[tuple[Any, ...]]]:
+    store = open_store(directory, read_only=True)
+    try:
+        return {name: store.con.execute(sql).fetchall() for name, sql in TABLES.items()}
+    finally:
+        store.close()
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("uninterrupted")
+    store = open_store(directory)
+    try:
+        report = build_corpus(tiny(), store, workers=2)
+    finally:
+        store.close()
+    assert (report.played, report.skipped, report.total) == (3, 0, 3)
+    return directory
+
+
+def test_a_corpus_holds_labels_exposure_streams_and_detections(built: Path) -> None:
+    rows = dump(built)
+    assert len(rows["matches"]) == 3 and len(rows["streams"]) == 3
+    store = open_store(built, read_only=True)
+    try:
+        players = store.con.execute("SELECT name, profile, cheat, blatant, link, play_s FROM players").fetchall()
+        assert len(players) == 9
+        assert {(p[1], p[2]) for p in players} == {("honest", False), ("speedhack", True)}
+        assert all(4.0 < p[5] <= 5.0 for p in players)
+        assert {p[4] for p in players} == {"lan", "lossy"}
+        # The speed hack is caught in every match by the timer check; the honest bots are not.
+        caught = store.con.execute(
+            "SELECT DISTINCT d.match_id FROM detections d JOIN players p USING (match_id, name) "
+            "WHERE p.cheat AND d.detector = 'movement'").fetchall()
+        assert len(caught) == 3
+        honest = store.con.execute(
+            "SELECT count(*) FROM detections d JOIN players p USING (match_id, name) WHERE NOT p.cheat").fetchone()
+        assert honest == (0,)
+        # Each detection's statistic stands at or past 1.0 in the trace by the next sample.
+        for mid, name, play_s, detector in store.con.execute(
+                "SELECT match_id, name, play_s, detector FROM detections").fetchall():
+            peak = store.con.execute(
+                "SELECT max(value) FROM traces WHERE match_id = ? AND name = ? AND stat LIKE ? AND play_s <= ?",
+                [mid, name, f"{detector}:%", play_s + 1.5]).fetchone()[0]
+            assert peak is not None and peak >= 1.0, (mid, name, detector)
+    finally:
+        store.close()
+
+
+def test_a_resumed_build_equals_an_uninterrupted_one(built: Path, tmp_path: Path) -> None:
+    store = open_store(tmp_path)
+    try:
+        first = build_corpus(tiny(), store, workers=1, max_matches=1)
+    finally:
+        store.close()
+    store = open_store(tmp_path)
+    try:
+        second = build_corpus(tiny(), store, workers=2)
+        again = build_corpus(tiny(), store, workers=2)
+    finally:
+        store.close()
+    assert (first.played, second.played, second.skipped, again.played) == (1, 2, 1, 0)
+    assert dump(tmp_path) == dump(built)
+
+
+def test_a_killed_build_resumes_where_it_stopped(built: Path, tmp_path: Path) -> None:
+    spec_file = tmp_path / "tiny.toml"
+    spec_file.write_text(SPEC)
+    out = tmp_path / "corpus"
+    proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "-v", "lab", "corpus", str(spec_file), "--out",
+                             str(out), "--jobs", "1"], stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    deadline = time.monotonic() + 240
+    try:
+        for line in proc.stderr:
+            if "stored match" in line or time.monotonic() > deadline:
+                break
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    store = open_store(out)
+    try:
+        stored = store.done_match_ids()
+        assert 1 <= len(stored) < 3
+        report = build_corpus(tiny(), store, workers=1)
+    finally:
+        store.close()
+    assert report.skipped == len(stored) and report.played == 3 - len(stored)
+    assert dump(out) == dump(built)
+
+
+def test_a_directory_keeps_its_spec(built: Path) -> None:
+    store = open_store(built)
+    try:
+        with pytest.raises(CorpusMismatchError):
+            build_corpus(tiny().with_seed(1), store, workers=1)
+    finally:
+        store.close()
+
+
+def test_ray_on_a_local_cluster_equals_the_process_run(built: Path, tmp_path: Path) -> None:
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        store = open_store(tmp_path)
+        try:
+            report = build_corpus(tiny(), store, ray_address="auto")
+        finally:
+            store.close()
+    finally:
+        ray.shutdown()
+    assert report.runner == "ray" and report.played == 3
+    assert dump(tmp_path) == dump(built)
+
+
+def test_a_rerun_with_other_tolerances_changes_detections(built: Path, tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(built, copy)
+    store = open_store(copy)
+    try:
+        # Ten timer violations in 10 s before a detection: a 5 s match never gets there.
+        assert rerun_corpus(store, {"movement": {"timer": {"count": 1000}}}, "lenient", workers=1) == 3
+        base = store.con.execute("SELECT count(*) FROM detections WHERE run = 'base' AND kind = 'timer'").fetchone()[0]
+        lenient = store.con.execute("SELECT count(*) FROM detections WHERE run = 'lenient' AND kind = 'timer'").fetchone()[0]
+        assert base >= 3 and lenient == 0
+        assert set(store.runs()) >= {"base", "lenient"}
+    finally:
+        store.close()
+
+
+def test_a_tuned_toml_loads_and_reproduces_its_trial(built: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from anticheat.suite import resolve_configs
+    from anticheat.tolerances import load_overrides
+    from testbed.lab.tune import search_space, to_toml, tune
+
+    copy = tmp_path / "copy"
+    shutil.copytree(built, copy)
+    store = open_store(copy)
+    try:
+        result = tune(store, target_per_hour=1.0, deadline_s=4.0, trials=4, workers=1, seed=3,
+                      space=search_space(keys=["movement.timer.count", "movement.cooldown_s"]))
+        assert result.baseline.eligible == 3 and result.baseline.detected == 3 and result.baseline.alarms == 0
+        assert result.best is not None and result.front
+        text = to_toml(result.best.overrides, "tuned")
+        path = tmp_path / "tuned.toml"
+        path.write_text(text)
+        overrides = load_overrides(path)
+        configs = resolve_configs(overrides)
+        assert configs["movement"].timer.count == result.best.overrides["movement"]["timer"]["count"]
+        rerun_corpus(store, overrides, "tuned", workers=1)
+        caught = store.con.execute(
+            "SELECT count(DISTINCT d.match_id) FROM detections d JOIN players p USING (match_id, name) "
+            "WHERE d.run = 'tuned' AND p.cheat AND d.play_s <= 4.0").fetchone()[0]
+        assert caught == result.best.detected
+    finally:
+        store.close()
+
+
+def test_the_example_plugin_runs_in_the_lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from testbed.lab.aggregate import summarize
+    from testbed.lab.spec import load_spec
+
+    root = Path(__file__).resolve().parents[1] / "examples" / "referee_example_plugin"
+    monkeypatch.syspath_prepend(str(root))
+    text = (root / "lab.toml").read_text().replace("duration_s = 120.0", "duration_s = 5.0")
+    text = text.replace("honest_player_hours = 0.4", "honest_player_hours = 0.0").replace(
+        "cheater_engagements = 2", "cheater_engagements = 1")
+    (tmp_path / "lab.toml").write_text(text)
+    spec = load_spec(tmp_path / "lab.toml")
+    store = open_store(tmp_path / "corpus")
+    try:
+        assert build_corpus(spec, store, workers=1).played == 1
+        rows = store.con.execute("SELECT profile, cheat FROM players ORDER BY name").fetchall()
+        summary = summarize(store.con)
+    finally:
+        store.close()
+    assert ("snap_after_delay", True) in rows and ("honest_overshoot", False) in rows
+    assert [p["profile"] for p in summary["profiles"]] == ["snap_after_delay"]
+    assert summary["honest"]["player_matches"] == 6
