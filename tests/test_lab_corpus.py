@@ -244,3 +244,46 @@ def test_the_example_plugin_runs_in_the_lab(tmp_path: Path, monkeypatch: pytest.
     assert ("snap_after_delay", True) in rows and ("honest_overshoot", False) in rows
     assert [p["profile"] for p in summary["profiles"]] == ["snap_after_delay"]
     assert summary["honest"]["player_matches"] == 6
+
+
+def test_the_lab_commands_on_a_corpus(built: Path, tmp_path: Path) -> None:
+    import io
+    import json
+    import shutil
+
+    import duckdb
+
+    from testbed.cli import main
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        return main(list(argv), stdout=out, stderr=err), out.getvalue(), err.getvalue()
+
+    copy = tmp_path / "corpus"
+    shutil.copytree(built, copy)
+    tuned = tmp_path / "tuned.toml"
+    code, out, err = run("lab", "tune", str(copy), "--deadline", "4", "--target-fpr-per-hour", "1",
+                         "--params", "movement.timer.count", "--trials", "2", "--jobs", "1", "--out", str(tuned))
+    assert code == 0, err
+    assert "Pareto front" in out and "movement.timer.count=" in out and "defaults: TPR@4s 3/3" in err
+    assert "[movement.timer]" in tuned.read_text()
+    code, out, err = run("lab", "rerun", str(copy), "--tolerances", str(tuned), "--run", "again", "--jobs", "1")
+    assert code == 0 and "re-ran 3 matches as run 'again'" in out, err
+    assert run("lab", "rerun", str(copy), "--tolerances", str(tuned), "--run", "base")[0] == 1
+    code, out, err = run("lab", "report", str(copy), "--run", "tuned", "--compare", f"{copy}:base", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["summary"]["run"] == "tuned" and doc["compare"]["run"] == "base"
+    assert doc["summary"]["corpus"]["cheater_engagements"] == 3 and doc["summary"]["tune"]["best"] is not None
+    page = tmp_path / "r.html"
+    assert run("lab", "report", str(copy), "--out", str(page))[0] == 0 and "speedhack" in page.read_text()
+    code, out, err = run("lab", "report", str(copy), "--run", "nope")
+    assert code == 1 and "no run 'nope'" in err
+    assert run("lab", "export", str(copy), str(tmp_path / "pq"))[0] == 0
+    assert duckdb.connect().execute(f"SELECT count(*) FROM '{tmp_path / 'pq' / 'players.parquet'}'").fetchone() == (9,)
+    code, out, err = run("lab", "sql", str(copy), "SELECT count(*) AS n FROM matches")
+    assert code == 0 and "3" in out
+    code, out, err = run("lab", "sql", str(copy), "DROP TABLE matches")
+    assert code == 1 and "SQL" in err
+    code, _, err = run("lab", "report", str(tmp_path / "missing"))
+    assert code == 1 and "no lab corpus here" in err

@@ -145,12 +145,12 @@ def _corpus(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         spec = spec.with_seed(args.seed)
     console = Console(file=err)
     console.print(f"corpus {spec.name!r}: {spec.match_count} matches of {spec.duration_s:g} s, "
-                  f"{spec.player_hours:.1f} player-hours ({spec.honest_per_match} honest + "
-                  f"{spec.cheaters_per_match} cheating bots a match), seeds {spec.seed}-{spec.seed + spec.match_count - 1}")
+                  f"{spec.player_hours:.2f} player-hours\n{spec.honest_per_match} honest + "
+                  f"{spec.cheaters_per_match} cheating bots a match, seeds {spec.seed}-{spec.seed + spec.match_count - 1}")
     store = open_store(args.out)
     try:
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TextColumn("{task.fields[hours]:.1f} player-h"), TimeElapsedColumn(), TextColumn("ETA"),
+                      TextColumn("{task.fields[hours]:.2f} player-h"), TimeElapsedColumn(), TextColumn("ETA"),
                       TimeRemainingColumn(), console=console, transient=False) as progress:
             done_before = len(store.done_match_ids())
             task = progress.add_task("matches", total=spec.match_count, completed=done_before,
@@ -163,17 +163,23 @@ def _corpus(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             except CorpusMismatchError as exc:
                 raise LabError(str(exc)) from exc
         size = store.size_bytes()
+        stored_h, stream_bytes = store.con.execute(
+            "SELECT (SELECT coalesce(sum(play_s), 0) / 3600.0 FROM players), "
+            "(SELECT coalesce(sum(octet_length(data)), 0) FROM streams)").fetchone()
     finally:
         store.close()
+    per_h = (lambda b: round(b / 1e6 / stored_h, 2) if stored_h else None)
     summary = {"spec": spec.name, "dir": os.fspath(args.out), "played": report.played, "skipped": report.skipped,
                "total": report.total, "wall_s": round(report.wall_s, 1), "runner": report.runner,
-               "db_bytes": size, "db_mb_per_player_hour": round(size / 1e6 / max(1e-9, (report.played + report.skipped) * spec.player_hours / spec.match_count), 2)}
+               "player_hours": round(stored_h, 3), "db_bytes": size, "db_mb_per_player_hour": per_h(size),
+               "stream_mb_per_player_hour": per_h(stream_bytes)}
     if args.json:
         out.write(json.dumps(summary) + "\n")
     else:
-        out.write(f"played {report.played} matches ({report.skipped} already stored) of {report.total} in "
-                  f"{report.wall_s:.0f} s; database {size / 1e6:.1f} MB "
-                  f"({summary['db_mb_per_player_hour']} MB per player-hour)\n")
+        out.write(f"played {report.played} matches ({report.skipped} already stored) of {report.total} "
+                  f"in {report.wall_s:.0f} s\n{stored_h:.2f} player-hours stored, database {size / 1e6:.1f} MB\n"
+                  f"per player-hour: database {summary['db_mb_per_player_hour']} MB, "
+                  f"streams {summary['stream_mb_per_player_hour']} MB\n")
     return 0
 
 
@@ -277,12 +283,14 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _print_front(result: Any, out: TextIO) -> None:
+    from testbed.lab.tune import flatten
+
     table = Table(title=f"Pareto front: TPR within {result.deadline_s:g} s against honest alarms per player-hour",
                   title_justify="left")
     for col in ("trial", "TPR", "caught", "alarms/h", "alarms", "changed tolerances"):
         table.add_column(col)
     for r in (result.baseline, *result.front):
-        changed = ", ".join(f"{s}.{k}={v:.4g}" for s, t in r.overrides.items() for k, v in t.items()) or "defaults"
+        changed = ", ".join(f"{k}={v:.4g}" for k, v in flatten(r.overrides).items()) or "defaults"
         table.add_row("defaults" if r.number < 0 else str(r.number), f"{r.tpr:.3f}", f"{r.detected}/{r.eligible}",
                       f"{r.alarms_per_hour:.3f}", str(r.alarms), changed)
     _console(out).print(table)

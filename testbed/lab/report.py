@@ -359,7 +359,8 @@ def _fig_honest(summary: Mapping[str, Any], compare: Mapping[str, Any] | None, l
             _errbars(ax, [rb.get(k, {}) for k in keys], lambda r, v=value: r.get(v), y + off, _SECONDARY, labels[1], "s")
         ax.set_yticks(y, [_link_label(k, ra.get(k) or rb.get(k) or {}) if value == "alarms" and title == "by link class"
                           else k for k in keys])
-        ax.set_ylim(n - 0.5, -0.5)
+        # A panel with nothing in it (no honest alarm by any detector) keeps a one-row frame.
+        ax.set_ylim(max(n, 1) - 0.5, -0.5)
         ax.set_xlim(left=0)
         ax.set_title(f"honest false alarms {title}", fontsize=10)
         ax.set_xlabel(f"alarms per 100 player-hours ({_conf(summary)} CI)", fontsize=8.5)

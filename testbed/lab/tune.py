@@ -28,7 +28,7 @@ from anticheat.suite import default_configs
 from testbed.lab.rerun import StreamJob, outcomes, rerun_streams, worker_pool
 from testbed.lab.store import LabStore
 
-__all__ = ["Param", "TrialResult", "TuneResult", "search_space", "to_toml", "tune"]
+__all__ = ["Param", "TrialResult", "TuneResult", "flatten", "search_space", "to_toml", "tune"]
 
 _NOT_SEARCHED = ("severity",)
 _PROBABILITY_NAMES = ("alpha", "beta")
@@ -279,6 +279,17 @@ def tune(
     feasible = [r for r in results if r.alarms_per_hour <= target_per_hour]
     best = max(feasible, key=lambda r: (r.tpr, -r.alarms_per_hour)) if feasible else None
     return TuneResult(tuple(results), front, best, baseline, target_per_hour, deadline_s, tuple(space))
+
+
+def flatten(overrides: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"movement": {"timer": {"count": 3}}}`` as ``{"movement.timer.count": 3}``."""
+    out: dict[str, Any] = {}
+    for key, value in overrides.items():
+        if isinstance(value, Mapping):
+            out.update(flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
 
 
 def to_toml(overrides: Mapping[str, Mapping[str, Any]], comment: str = "") -> str:
