@@ -25,6 +25,8 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.table import Table
 
+from testbed.argtypes import positive_float as _positive_float
+
 __all__ = ["build_parser", "main"]
 
 log = logging.getLogger("referee")
@@ -39,16 +41,6 @@ class CliError(Exception):
 
 
 # --- argument types ---------------------------------------------------------------------------
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
-    return value
 
 
 def _non_negative_float(text: str) -> float:
@@ -226,8 +218,8 @@ def _load_map(name: str) -> Any:
 def _load_tolerances(path: str | None) -> dict[str, dict[str, Any]]:
     if path is None:
         return {}
-    from anticheat.tolerances import ToleranceError, load_overrides
     from anticheat.suite import resolve_configs
+    from anticheat.tolerances import ToleranceError, load_overrides
 
     try:
         overrides = load_overrides(Path(path))
@@ -337,8 +329,8 @@ def _cmd_match(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _check_scenario_tolerances(scenario: Any) -> None:
     """Check a scenario's own tolerance tables before the match starts."""
-    from anticheat.tolerances import ToleranceError
     from anticheat.suite import resolve_configs
+    from anticheat.tolerances import ToleranceError
 
     try:
         resolve_configs(scenario.tolerances)

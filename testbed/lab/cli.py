@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import time
 from pathlib import Path
@@ -25,31 +24,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+from testbed.argtypes import positive_float, positive_int
+
 __all__ = ["add_lab_parser", "run_lab"]
 
 
 class LabError(Exception):
     """A user-facing failure of a lab command (printed by the CLI, exit status 1)."""
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {value}")
-    return value
 
 
 def add_lab_parser(sub: Any) -> None:
@@ -61,9 +42,9 @@ def add_lab_parser(sub: Any) -> None:
     corpus = cmds.add_parser("corpus", help="play a spec's labelled matches into a corpus directory (resumable)")
     corpus.add_argument("spec", help="corpus spec TOML, or a built-in spec name (standard, smoke)")
     corpus.add_argument("--out", required=True, help="corpus directory (its corpus.duckdb is created or resumed)")
-    corpus.add_argument("--jobs", type=_count, help="worker processes (default: one per CPU)")
+    corpus.add_argument("--jobs", type=positive_int, help="worker processes (default: one per CPU)")
     corpus.add_argument("--ray", metavar="ADDRESS", help="play on a Ray cluster ('local' starts one here); needs referee[ray]")
-    corpus.add_argument("--max-matches", type=_count, help="play at most this many of the missing matches")
+    corpus.add_argument("--max-matches", type=positive_int, help="play at most this many of the missing matches")
     corpus.add_argument("--seed", type=int, help="play the spec on other seeds (match i plays SEED + i): a held-out corpus")
     corpus.add_argument("--json", action="store_true", help="print a JSON summary of the build on the last line")
 
@@ -71,20 +52,20 @@ def add_lab_parser(sub: Any) -> None:
     rerun.add_argument("dir")
     rerun.add_argument("--tolerances", required=True, help="tolerance TOML (same tables as --tolerances elsewhere)")
     rerun.add_argument("--run", required=True, help="name the results are stored under (not 'base')")
-    rerun.add_argument("--jobs", type=_count)
+    rerun.add_argument("--jobs", type=positive_int)
     rerun.add_argument("--ray", metavar="ADDRESS")
 
     tune = cmds.add_parser("tune", help="search tolerances for the most cheaters caught at a target false-alarm rate")
     tune.add_argument("dir", help="tuning corpus")
     tune.add_argument("--target-fpr-per-hour", type=float, default=0.01,
                       help="honest false alarms per player-hour allowed (default 0.01: 1 per 100 h)")
-    tune.add_argument("--deadline", type=_positive, default=120.0, help="a cheater counts as caught within this many s of play (120)")
+    tune.add_argument("--deadline", type=positive_float, default=120.0, help="a cheater counts as caught within this many s of play (120)")
     tune.add_argument("--detectors", help="comma-separated tolerance sections to search (default: every detector's)")
     tune.add_argument("--params", help="comma-separated section.key tolerances to search (instead of --detectors)")
     tune.add_argument("--all-fields", action="store_true",
                       help="search every numeric tolerance of the sections, not only the declared thresholds")
-    tune.add_argument("--trials", type=_count, default=30, help="Optuna trials (30)")
-    tune.add_argument("--jobs", type=_count)
+    tune.add_argument("--trials", type=positive_int, default=30, help="Optuna trials (30)")
+    tune.add_argument("--jobs", type=positive_int)
     tune.add_argument("--ray", metavar="ADDRESS")
     tune.add_argument("--seed", type=int, default=0, help="the sampler's seed")
     tune.add_argument("--holdout", help="a corpus of disjoint seeds: the pick is re-run there as run 'tuned'")
@@ -305,14 +286,20 @@ def _check_disjoint(a: Any, b: Any) -> None:
                        f"(e.g. {min(common)}); build it with `referee lab corpus ... --seed N` on other seeds")
 
 
-def _summary(directory: str, run: str) -> dict[str, Any]:
-    from testbed.lab.aggregate import summarize
+def _open_read(directory: str) -> Any:
+    """The corpus at ``directory``, read-only (LabError when there is none)."""
     from testbed.lab.store import open_store
 
     try:
-        store = open_store(directory, read_only=True)
+        return open_store(directory, read_only=True)
     except FileNotFoundError as exc:
         raise LabError(str(exc)) from exc
+
+
+def _summary(directory: str, run: str) -> dict[str, Any]:
+    from testbed.lab.aggregate import summarize
+
+    store = _open_read(directory)
     try:
         runs = store.runs() or ["base"]
         if run not in runs:
@@ -347,12 +334,8 @@ def _report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from testbed.lab.store import open_store
 
-    try:
-        store = open_store(args.dir, read_only=True)
-    except FileNotFoundError as exc:
-        raise LabError(str(exc)) from exc
+    store = _open_read(args.dir)
     target = Path(args.outdir)
     target.mkdir(parents=True, exist_ok=True)
     try:
@@ -368,12 +351,8 @@ def _export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _sql(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     import duckdb
 
-    from testbed.lab.store import open_store
 
-    try:
-        store = open_store(args.dir, read_only=True)
-    except FileNotFoundError as exc:
-        raise LabError(str(exc)) from exc
+    store = _open_read(args.dir)
     try:
         try:
             result = store.con.execute(args.query)
