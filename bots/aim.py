@@ -32,9 +32,9 @@ kind of movement is wanted, at what time (s), from where the hand will rest (deg
 (deg) and how wide the target is (deg); return the movement (start time, duration, displacement,
 and optionally a ``profile`` tau -> completed fraction, which may leave [0, 1] in between for an
 overshoot but must start at 0 and end at 1), or None to make no movement. Hand it to
-``AimController(skill, model=...)``, to a profile's brain (``bots.profiles.honest_brain_with``), or
+``AimController(skill, model=...)``, to a profile's brain (``bots.profiles.AimModelBrain``), or
 register it under a name (entry point group ``referee.aim_models``, or ``"module:callable"``) and
-select it with a profile's ``aim_model`` parameter (see ``bots.registry``). All randomness must
+select it with a profile's ``aim_model`` parameter (see ``bots.aim_models``). All randomness must
 come from ``rng``, so a bot stays reproducible for its seed.
 """
 

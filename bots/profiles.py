@@ -1,23 +1,18 @@
-"""The registry of bot profiles: ``honest`` and every cheat profile, and how a bot is built.
+"""The built-in bot profiles: ``honest`` and every cheat profile, and what a profile is.
 
 ``PROFILES`` maps a profile name to its :class:`ProfileSpec`: its parameters (a frozen dataclass
 with documented units and defaults), the factory of its cheat hooks (``bots.cheats``) and of the
 brain it rides on (the honest brain of ``bots.honest``, or the ESP variant for ``wallhack``).
-:func:`make_bot` builds the sans-IO client exactly as the testbed builds an honest bot
-(``testbed.bot_factory``: skill sampled from one child generator, the client given the other)
-and puts the profile's hooks in it, so a cheater differs from an honest player only by its hooks.
-
-Scenario parameters (``[bots.params]``) override the profile's dataclass: an unknown key is a
-ValueError naming it, as is a value of the wrong type or out of range; so is an unknown profile.
-The registry mapping is read-only; nothing here keeps mutable global state.
+The mapping is read-only; nothing here keeps mutable global state.
 
 ``PROFILES`` holds the built-in profiles only. Profiles of other packages (entry point group
 ``referee.profiles``, or a ``"module:callable"`` reference returning a :class:`ProfileSpec`) are
-found through :mod:`bots.registry`, which every function here taking a profile name goes through:
-``make_bot("mypkg.cheats:my_profile", ...)`` plays a custom profile. A profile whose parameter
+found through :mod:`bots.registry`; a bot is built from a profile name by :mod:`bots.build`
+(``make_bot("mypkg.cheats:my_profile", ...)`` plays a custom profile). A profile whose parameter
 dataclass has an ``aim_model`` field (``honest`` has one) rides on an honest brain whose aim
-controller plans with that registered aim model (``bots.aim.AimModel``); a profile can also fix
-its aim model in its ``brain`` with :class:`AimModelBrain`.
+controller plans with that registered aim model (``bots.aim.AimModel``, registered in
+:mod:`bots.aim_models`); a profile can also fix its aim model in its ``brain`` with
+:class:`AimModelBrain`.
 
 =================  ====================================================================
 profile            what it does (details: the module of ``bots.cheats`` named)
@@ -43,21 +38,19 @@ fake_lag           datagrams held 100-300 ms and released in bursts (netcode)
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass, is_dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import numpy as np
-
+from bots.aim import AimController, AimModel
+from bots.aim_models import default_aim_models
 from bots.cheats import (
     Backtrack,
     BacktrackParams,
     BuildContext,
     CBug,
     CBugParams,
-    CheatHooks,
     FakeLag,
     FakeLagParams,
     LockAimbot,
@@ -86,18 +79,11 @@ from bots.cheats import (
     WallhackParams,
     esp_brain,
 )
-from bots.aim import AimController, AimModel
-from bots.cheats.params import build_params
-from bots.client import BotClient, ClientConfig
 from bots.honest import HonestBrain
 from bots.hooks import ClientHooks
 from bots.nav import NavGraph
-from bots.skill import Skill, SkillLevel, sample_skill
+from bots.skill import Skill
 from world.geometry import MapGeometry
-from world.mapfile import GameMap
-
-if TYPE_CHECKING:
-    from bots.registry import AimModelRegistry, ProfileRegistry
 
 __all__ = [
     "HONEST",
@@ -107,16 +93,9 @@ __all__ = [
     "HonestParams",
     "HookFactory",
     "ProfileSpec",
-    "default_params",
-    "ground_truth",
     "honest_brain",
-    "make_bot",
-    "make_hooks",
     "profile_names",
-    "resolve_params",
 ]
-
-log = logging.getLogger(__name__)
 
 HONEST = "honest"
 
@@ -132,7 +111,7 @@ class HonestParams:
 
     Attributes:
         aim_model: the aim model (``bots.aim.AimModel``) the hand plans its movements with: a
-            registered name (``bots.registry.default_aim_models``) or a ``"module:callable"``
+            registered name (``bots.aim_models.default_aim_models``) or a ``"module:callable"``
             reference; ``""`` is the built-in minimum-jerk / Fitts' law model.
     """
 
@@ -140,20 +119,7 @@ class HonestParams:
 
     def __post_init__(self) -> None:
         if self.aim_model:
-            _aim_models().resolve(self.aim_model)
-
-
-def _aim_models() -> AimModelRegistry:
-    # bots.registry imports this module for the built-in profiles: imported when first needed.
-    from bots.registry import default_aim_models
-
-    return default_aim_models()
-
-
-def _default_registry() -> ProfileRegistry:
-    from bots.registry import default_registry
-
-    return default_registry()
+            default_aim_models().resolve(self.aim_model)
 
 
 def honest_brain(skill: Skill, nav: NavGraph | None, geometry: MapGeometry, params: Any) -> HonestBrain:
@@ -162,7 +128,8 @@ def honest_brain(skill: Skill, nav: NavGraph | None, geometry: MapGeometry, para
     name = getattr(params, "aim_model", "")
     if not name:
         return HonestBrain(skill, nav=nav, geometry=geometry)
-    return HonestBrain(skill, nav=nav, geometry=geometry, aim=AimController(skill, model=_aim_models().create(name)))
+    model = default_aim_models().create(name)
+    return HonestBrain(skill, nav=nav, geometry=geometry, aim=AimController(skill, model=model))
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,82 +263,3 @@ def profile_names() -> tuple[str, ...]:
     """Names of every built-in profile, ``honest`` included (first); with the installed packages'
     profiles: ``bots.registry.default_registry().names()``."""
     return tuple(PROFILES)
-
-
-def _spec_of(profile: str | ProfileSpec, registry: ProfileRegistry | None = None) -> ProfileSpec:
-    if isinstance(profile, ProfileSpec):
-        return profile
-    if not isinstance(profile, str):
-        raise ValueError(f"unknown profile {profile!r}: expected a name or 'module:callable'")
-    return (registry if registry is not None else _default_registry()).resolve(profile)
-
-
-def ground_truth(profile: str) -> str:
-    """The ground-truth label of a bot of ``profile`` (a name or ``module:callable``): the profile's
-    own name (ValueError if unknown)."""
-    return _spec_of(profile).name
-
-
-def default_params(profile: str) -> Any:
-    """The profile's parameters with their defaults."""
-    return _spec_of(profile).params()
-
-
-def resolve_params(profile: str, params: Mapping[str, Any] | None = None) -> Any:
-    """The profile's parameter dataclass with ``params`` overriding the defaults; ValueError
-    naming the key for an unknown key or a bad value."""
-    spec = _spec_of(profile)
-    return build_params(spec.params, params, spec.name)
-
-
-def make_hooks(profile: str, params: Mapping[str, Any] | None, ctx: BuildContext) -> ClientHooks:
-    """The client hooks of ``profile`` alone (no brain, no client): for tests and tools."""
-    spec = _spec_of(profile)
-    return spec.hooks(build_params(spec.params, params, spec.name), ctx)
-
-
-def make_bot(
-    profile: str | ProfileSpec,
-    *,
-    name: str,
-    skill: SkillLevel | str | Skill = SkillLevel.AVERAGE,
-    params: Mapping[str, Any] | None = None,
-    game_map: GameMap,
-    geometry: MapGeometry | None = None,
-    nav: NavGraph | None = None,
-    tick_rate_hz: int = 64,
-    rng: np.random.Generator,
-    config: ClientConfig | None = None,
-    registry: ProfileRegistry | None = None,
-) -> BotClient:
-    """A sans-IO client playing ``profile``.
-
-    Args:
-        profile: a profile name of ``registry``, a ``"module:callable"`` reference, or a
-            :class:`ProfileSpec`. name: the player name.
-        skill: a skill level (sampled per bot from ``rng``, as for honest bots) or a Skill.
-        params: overrides of the profile's parameters (scenario ``[bots.params]``).
-        game_map, geometry, nav: what the client ships (geometry and nav built when None;
-            pass shared ones for many bots).
-        tick_rate_hz: the server's tick rate (Hz). rng: the bot's own generator.
-        config: client constants (default: ``ClientConfig`` at ``tick_rate_hz``).
-        registry: where names are looked up (default: ``bots.registry.default_registry()``).
-    Raises:
-        ValueError: unknown profile, unknown parameter or bad parameter value.
-    """
-    spec = _spec_of(profile, registry)
-    values = build_params(spec.params, params, spec.name)
-    geometry = geometry if geometry is not None else MapGeometry(game_map)
-    if nav is None:
-        nav = NavGraph(geometry)
-    skill_rng, client_rng = rng.spawn(2)
-    sk = skill if isinstance(skill, Skill) else sample_skill(skill_rng, skill)
-    brain = spec.brain(sk, nav, geometry, values)
-    ctx = BuildContext(game_map=game_map, geometry=geometry, nav=nav, tick_rate_hz=int(tick_rate_hz))
-    hooks = spec.hooks(values, ctx)
-    if isinstance(hooks, CheatHooks):
-        hooks.bind_brain(brain)
-    cfg = config if config is not None else ClientConfig(default_tick_rate_hz=int(tick_rate_hz))
-    log.debug("bot %s: profile %s, params %s", name, spec.name,
-              {f.name: getattr(values, f.name) for f in fields(values)})
-    return BotClient(name, brain, game_map, client_rng, config=cfg, hooks=hooks, geometry=geometry)

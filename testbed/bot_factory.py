@@ -1,6 +1,6 @@
 """Who plays: building each scenario bot's sans-IO client from its profile, skill and seed.
 
-Every bot, ``honest`` included, is built by ``bots.profiles.make_bot`` from the profile a
+Every bot, ``honest`` included, is built by ``bots.build.make_bot`` from the profile a
 registry (``bots.registry``; by default the built-ins plus the installed packages' entry points)
 resolves for the scenario's profile reference: a registered name or a ``"module:callable"``
 reference. An unknown profile is refused with the bot and the profile named, never played as an
@@ -84,7 +84,7 @@ class DefaultBotFactory:
         self, spec: BotSpec, *, game_map: GameMap, geometry: MapGeometry, tick_rate_hz: int, rng: np.random.Generator
     ) -> ClientEndpoint:
         from bots.client import ClientConfig
-        from bots.profiles import make_bot
+        from bots.build import make_bot
 
         try:
             profile = self.registry.resolve(spec.reference)

@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-import bots.profiles as registry
+import bots.build as build
 from bots.cheats import (
     Backtrack,
     CBug,
@@ -40,6 +40,7 @@ from bots.client import BotClient
 from bots.nav import NavGraph
 from bots.perception import Intent, Perception
 from bots.prediction import MoveState
+from bots.profiles import PROFILES, profile_names
 from physics.buttons import Buttons
 from physics.weapon_state import WeaponState
 from server.entity_block import EntityFlags, encode_entities, make_entities
@@ -99,7 +100,7 @@ Row = tuple[int, int, tuple[float, float, float], float]
 
 def make_bot(profile: str, game_map: GameMap, geometry: MapGeometry, nav: NavGraph, params: dict | None = None,
              seed: int = 1) -> BotClient:
-    return registry.make_bot(profile, name=f"t-{profile}"[:32], skill="average", params=params or {},
+    return build.make_bot(profile, name=f"t-{profile}"[:32], skill="average", params=params or {},
                              game_map=game_map, geometry=geometry, nav=nav, tick_rate_hz=64,
                              rng=np.random.default_rng(seed))
 
@@ -164,16 +165,16 @@ def command(seq: int, pos: tuple[float, float, float], yaw: float = 0.0, forward
 
 
 def test_registry_lists_every_profile_and_labels_ground_truth() -> None:
-    names = registry.profile_names()
+    names = profile_names()
     assert names[0] == "honest"
     assert set(names) == {"honest", *CHEATS}
-    assert set(registry.PROFILES) == set(names)
+    assert set(PROFILES) == set(names)
     for n in names:
-        assert registry.ground_truth(n) == n
+        assert build.ground_truth(n) == n
     with pytest.raises(ValueError, match="unknown profile 'nope'"):
-        registry.ground_truth("nope")
+        build.ground_truth("nope")
     with pytest.raises(TypeError):
-        registry.PROFILES["x"] = registry.PROFILES["honest"]  # type: ignore[index]
+        PROFILES["x"] = PROFILES["honest"]  # type: ignore[index]
 
 
 @pytest.mark.parametrize("profile", ["honest", *CHEATS])
@@ -217,7 +218,7 @@ def test_testbed_factory_builds_cheats_from_the_registry(game_map: GameMap, geom
         'map = "corridors"\nduration_s = 1.0\ntick_rate_hz = 64\nseed = 1\n'
         '[[bots]]\ncount = 1\nprofile = "smooth_aimbot"\n[bots.params]\nstrength = 0.7\n'
         '[[bots]]\ncount = 1\nprofile = "speedhack"\n',
-        profiles=registry.profile_names(),
+        profiles=profile_names(),
     )
     factory = DefaultBotFactory()
     built = [factory(spec, game_map=game_map, geometry=geometry, tick_rate_hz=64, rng=np.random.default_rng(i))
@@ -230,7 +231,7 @@ def test_testbed_factory_builds_cheats_from_the_registry(game_map: GameMap, geom
         'map = "corridors"\nduration_s = 1.0\ntick_rate_hz = 64\nseed = 1\n[[bots]]\ncount = 1\nprofile = "honest"\n'
     ).players()))
     honest = factory(spec, game_map=game_map, geometry=geometry, tick_rate_hz=64, rng=np.random.default_rng(9))
-    cheat = registry.make_bot("lock_aimbot", name="x", skill=spec.skill, game_map=game_map, geometry=geometry,
+    cheat = build.make_bot("lock_aimbot", name="x", skill=spec.skill, game_map=game_map, geometry=geometry,
                               rng=np.random.default_rng(9))
     assert honest.brain.skill == cheat.brain.skill  # type: ignore[attr-defined]
 
@@ -446,7 +447,7 @@ def test_speedhack_sends_more_commands_than_ticks() -> None:
     counts = [hooks.commands_this_step(k * DT, rng()) for k in range(640)]
     assert set(counts) == {1, 2}
     assert sum(counts) == 960  # 1.5 x 640 ticks
-    fast = Speedhack(registry.resolve_params("speedhack", {"factor": 3.0}))
+    fast = Speedhack(build.resolve_params("speedhack", {"factor": 3.0}))
     assert sum(fast.commands_this_step(k * DT, rng()) for k in range(100)) == 300
 
 
@@ -672,7 +673,7 @@ def test_virtual_match_smoke_lock_aimbot_and_speedhack(tmp_path) -> None:  # typ
         '[[bots]]\ncount = 1\nprofile = "lock_aimbot"\nping_ms = 40.0\nname_prefix = "lock"\n'
         '[[bots]]\ncount = 1\nprofile = "speedhack"\nping_ms = 40.0\nname_prefix = "speed"\n'
     )
-    scenario = load_scenario(tmp_path / "smoke.toml", profiles=registry.profile_names())
+    scenario = load_scenario(tmp_path / "smoke.toml", profiles=profile_names())
     result = run_virtual(scenario, replay_path=tmp_path / "smoke.replay")
     by_name = {p.name: p for p in result.players}
     lock, speed = by_name["lock-1"], by_name["speed-1"]
@@ -696,9 +697,9 @@ def test_every_cheat_has_a_scenario_with_honest_players() -> None:
     from testbed.scenario import builtin_scenario
 
     for name in CHEATS:
-        scenario = builtin_scenario(f"cheat_{name}", registry.profile_names())
+        scenario = builtin_scenario(f"cheat_{name}", profile_names())
         profiles = [spec.profile for spec in scenario.players()]
         assert profiles.count(name) == 1 and profiles.count("honest") == len(profiles) - 1
         assert scenario.duration_s == 60.0
-    default = builtin_scenario("default", registry.profile_names())
-    assert {spec.profile for spec in default.players()} <= set(registry.profile_names())
+    default = builtin_scenario("default", profile_names())
+    assert {spec.profile for spec in default.players()} <= set(profile_names())

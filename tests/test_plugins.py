@@ -30,10 +30,12 @@ from bots.aim import (
     fitts_time_s,
     min_jerk,
 )
+from bots.aim_models import builtin_aim_models, default_aim_models
+from bots.build import ground_truth, make_bot
 from bots.client import BotClient, ClientConfig
 from bots.honest import HonestBrain
-from bots.profiles import PROFILES, AimModelBrain, HonestParams, ProfileSpec, ground_truth, make_bot
-from bots.registry import ProfileRegistry, default_aim_models, default_registry
+from bots.profiles import PROFILES, AimModelBrain, HonestParams, ProfileSpec
+from bots.registry import ProfileRegistry, default_registry
 from bots.skill import Skill, preset, sample_skill
 from testbed.bot_factory import DefaultBotFactory, scenario_profiles
 from testbed.evaluation import evaluate
@@ -368,7 +370,7 @@ def test_example_plugin_files_declare_what_the_references_give(example: str) -> 
         assert registry.resolve(ref).name == name
     assert not registry.resolve(eps["referee.profiles"]["honest_overshoot"]).cheat
     for name, ref in eps["referee.aim_models"].items():
-        assert isinstance(reg.builtin_aim_models().create(ref), AimModel), name
+        assert isinstance(builtin_aim_models().create(ref), AimModel), name
     # Both example scenarios validate (the installed names need the entry points).
     with_plugin = registry.with_profiles(*(registry.resolve(r) for r in eps["referee.profiles"].values()))
     from testbed.scenario import load_scenario
@@ -504,7 +506,7 @@ def test_a_movement_profile_sets_the_peak_speed() -> None:
 
 
 def test_aim_models_are_selected_by_name_reference_or_brain(example: str, game_map: GameMap, geometry: MapGeometry) -> None:
-    models = reg.builtin_aim_models()
+    models = builtin_aim_models()
     assert models.names() == ("minimum_jerk_fitts",)
     assert type(models.create("minimum_jerk_fitts")) is MinimumJerkFitts
     ref = f"{example}.overshoot:Overshoot"
