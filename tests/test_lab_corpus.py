@@ -168,12 +168,20 @@ def test_ray_on_a_local_cluster_equals_the_process_run(built: Path, tmp_path: Pa
         store = open_store(tmp_path)
         try:
             report = build_corpus(tiny(), store, ray_address="auto")
+            # Re-runs go to Ray tasks too, and find what the matches found.
+            rerun_corpus(store, {"movement": {"cooldown_s": 10.0}}, "on-ray", ray=True)
+            rows = {run: store.con.execute(
+                "SELECT * EXCLUDE (run) FROM detections WHERE run = ? ORDER BY ALL", [run]).fetchall()
+                for run in ("base", "on-ray")}
         finally:
             store.close()
     finally:
         ray.shutdown()
     assert report.runner == "ray" and report.played == 3
-    assert dump(tmp_path) == dump(built)
+    assert rows["on-ray"] == rows["base"] and rows["base"]
+    with_ray = dump(tmp_path)
+    with_ray = {k: [r for r in v if "on-ray" not in r] for k, v in with_ray.items()}
+    assert with_ray == dump(built)
 
 
 def test_a_rerun_with_other_tolerances_changes_detections(built: Path, tmp_path: Path) -> None:
