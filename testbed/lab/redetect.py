@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from anticheat.aimdetect_model import TrainedModel
+from anticheat.detectors.aimdetect.model import TrainedModel
 from anticheat.events import Detection, SessionEvent
-from anticheat.sanctions import SanctionDecision
+from anticheat.judgement.sanctions import SanctionDecision
 from anticheat.suite import build_pipeline
 from server.recording import ReplayReader
 from testbed.replay_summary import merge_tolerances
@@ -35,6 +35,10 @@ __all__ = ["CODECS", "Analysis", "analyse", "compress", "decompress"]
 CODECS = ("xz", "zlib", "raw")
 """Stream codecs a corpus may hold: ``xz`` (LZMA preset 0: about 7 MB per player-hour against 26
 raw, at ~10 MB/s), ``zlib``, ``raw``."""
+
+
+_TRACE_LIMIT = 1e30
+"""Trace values are clipped to +-this (within a 4-byte float's range)."""
 
 
 def compress(data: bytes, codec: str = "xz") -> bytes:
@@ -107,6 +111,9 @@ class _Tracer:
             play = at_s - joins[name]
             for stat, value in pipeline.scores(slot).items():
                 v = float(value) if math.isfinite(value) else 0.0
+                # Traces are stored as 4-byte floats; a statistic far past its threshold (a
+                # ratio against a zero mean) reads the same at 1e30 as at 1e308.
+                v = min(max(v, -_TRACE_LIMIT), _TRACE_LIMIT)
                 key = (name, stat)
                 if last.get(key, 0.0) != v:
                     last[key] = v
