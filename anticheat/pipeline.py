@@ -49,9 +49,9 @@ from anticheat.events import (
     ShotResult,
     SpawnEvent,
 )
-from anticheat.sanctions import Evidence, SanctionDecision, SanctionLevel, SanctionPolicy
+from anticheat.judgement.sanctions import Evidence, SanctionDecision, SanctionLevel, SanctionPolicy
 from anticheat.skip import SkipBook
-from anticheat.store import DetectionStore
+from anticheat.judgement.store import DetectionStore
 
 __all__ = ["ALL_DETECTORS", "DetectionPipeline", "PipelineStats", "slot_key"]
 

@@ -11,25 +11,25 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from anticheat.aimdetect import AimDetectConfig, AimDetectDetector
-from anticheat.aimdetect_model import ModelMissingError, TrainedModel, load_shipped_model
-from anticheat.aimstats import AimStatsConfig, AimStatsDetector
-from anticheat.bustaim import BustAim, BustAimConfig
-from anticheat.cbug import CbugConfig, CbugDetector
+from anticheat.detectors.aimdetect.detector import AimDetectConfig, AimDetectDetector
+from anticheat.detectors.aimdetect.model import ModelMissingError, TrainedModel, load_shipped_model
+from anticheat.detectors.aimstats import AimStatsConfig, AimStatsDetector
+from anticheat.detectors.bustaim import BustAim, BustAimConfig
+from anticheat.detectors.cbug import CbugConfig, CbugDetector
 from anticheat.detector import Detector
-from anticheat.fire import FireConfig, FireDetector
-from anticheat.iw4m import IW4MDetector
-from anticheat.iw4m_thresholds import IW4MConfig
-from anticheat.movement import MovementConfig as MovementDetectorConfig
-from anticheat.movement import MovementDetector
+from anticheat.detectors.fire import FireConfig, FireDetector
+from anticheat.detectors.iw4m.detector import IW4MDetector
+from anticheat.detectors.iw4m.thresholds import IW4MConfig
+from anticheat.detectors.movement import MovementConfig as MovementDetectorConfig
+from anticheat.detectors.movement import MovementDetector
 from anticheat.pipeline import DetectionPipeline
-from anticheat.population import PopulationConfig, PopulationDetector
-from anticheat.recoil import RecoilConfig, RecoilDetector
-from anticheat.sanctions import SanctionConfig, SanctionPolicy
+from anticheat.detectors.population import PopulationConfig, PopulationDetector
+from anticheat.detectors.recoil import RecoilConfig, RecoilDetector
+from anticheat.judgement.sanctions import SanctionConfig, SanctionPolicy
 from anticheat.skip import SkipBook, SkipConfig
-from anticheat.store import DetectionStore
+from anticheat.judgement.store import DetectionStore
 from anticheat.tolerances import ToleranceError, apply_all
-from anticheat.trigger import TriggerConfig, TriggerDetector
+from anticheat.detectors.trigger import TriggerConfig, TriggerDetector
 
 log = logging.getLogger(__name__)
 

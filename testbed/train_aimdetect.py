@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from anticheat.aimdetect_features import FEATURE_NAMES, FeatureExtractor
-from anticheat.aimdetect_model import TrainedModel, save_model, train
+from anticheat.detectors.aimdetect.features import FEATURE_NAMES, FeatureExtractor
+from anticheat.detectors.aimdetect.model import TrainedModel, save_model, train
 from anticheat.events import AimSample, KillEvent, SessionEvent, ShotResult, SpawnEvent
 from server.recording import ReplayReader
 from testbed.match import run_virtual

@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from anticheat.aimdetect import AimDetectConfig, AimDetectDetector
-from anticheat.aimdetect_features import FEATURE_NAMES, FeatureExtractor
-from anticheat.aimdetect_model import ModelMissingError, TrainedModel, load_model, load_shipped_model, save_model, train
+from anticheat.detectors.aimdetect.detector import AimDetectConfig, AimDetectDetector
+from anticheat.detectors.aimdetect.features import FEATURE_NAMES, FeatureExtractor
+from anticheat.detectors.aimdetect.model import ModelMissingError, TrainedModel, load_model, load_shipped_model, save_model, train
 from anticheat.events import AimSample, ConnectionSample, Detection, KillEvent, ShotClaim, ShotResult, SpawnEvent
 from anticheat.skip import SkipBook
-from anticheat.trw import Decision
+from anticheat.detectors.trw import Decision
 from lagcomp.shot import RewindDecision
 
 TICK = 1.0 / 64.0
@@ -97,8 +97,8 @@ def test_features_of_a_hand_built_kill() -> None:
 
 def _view_features_by_hand(ring: list[tuple[float, float, float]], end_s: float) -> tuple[float, float]:
     """F4 and F8's view travel as KillFeatures defines them, one Python step per pair."""
-    from anticheat.aimdetect_features import FeatureConfig
-    from anticheat.aimstats import angular_step_deg
+    from anticheat.detectors.aimdetect.features import FeatureConfig
+    from anticheat.detectors.aimstats import angular_step_deg
 
     cfg = FeatureConfig()
     pts = [a for a in ring if end_s - cfg.accel_window_s <= a[0] <= end_s]
@@ -120,7 +120,7 @@ def test_view_features_follow_their_definition_on_random_rings() -> None:
     """The compiled pass over the view ring against the definition: windows ending before the
     ring does, gaps that break the velocity (too long, backwards), bunched commands, yaw wraps.
     libm and CPython may round a hypot or a square differently in the last place: 1e-12."""
-    from anticheat.aimdetect_features import FeatureConfig, _view_kernel
+    from anticheat.detectors.aimdetect.features import FeatureConfig, _view_kernel
 
     cfg = FeatureConfig()
     rng = np.random.default_rng(7)

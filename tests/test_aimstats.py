@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anticheat.aimstats import AimStatsConfig, AimStatsDetector, angular_step_compiled, angular_step_deg, score
+from anticheat.detectors.aimstats import AimStatsConfig, AimStatsDetector, angular_step_compiled, angular_step_deg, score
 from anticheat.events import AimSample, Buttons, ConnectionSample, Detection, ShotClaim, ShotResult, SpawnEvent
-from anticheat.population import PopulationConfig, PopulationDetector, leave_one_out_z, outliers
+from anticheat.detectors.population import PopulationConfig, PopulationDetector, leave_one_out_z, outliers
 from anticheat.skip import SkipBook, SkipConfig, SkipReason
 from lagcomp.shot import RewindDecision
 

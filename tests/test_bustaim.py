@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from anticheat.bustaim import (
+from anticheat.detectors.bustaim import (
     ALL_CHECKS,
     BustAim,
     BustAimConfig,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from anticheat.cbug import CbugConfig, CbugDetector
+from anticheat.detectors.cbug import CbugConfig, CbugDetector
 from anticheat.events import (
     AimSample,
     Buttons,

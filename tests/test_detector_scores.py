@@ -23,23 +23,23 @@ import tests.test_cbug as cbug_t
 import tests.test_fire_movement as fire_t
 import tests.test_iw4m as iw4m_t
 import tests.test_recoil_trigger as recoil_t
-from anticheat.aimdetect import AimDetectDetector
-from anticheat.aimdetect_model import TrainedModel
-from anticheat.aimstats import AimStatsConfig, AimStatsDetector
-from anticheat.bustaim import BustAim
-from anticheat.cbug import CbugDetector
+from anticheat.detectors.aimdetect.detector import AimDetectDetector
+from anticheat.detectors.aimdetect.model import TrainedModel
+from anticheat.detectors.aimstats import AimStatsConfig, AimStatsDetector
+from anticheat.detectors.bustaim import BustAim
+from anticheat.detectors.cbug import CbugDetector
 from anticheat.detector import NO_SCORES, Detector, over_limit
 from anticheat.events import Buttons, Detection, FireEvidence, FireKind, MovementKind, SpawnEvent
-from anticheat.fire import FireDetector
-from anticheat.iw4m import IW4MDetector
-from anticheat.movement import MovementDetector
+from anticheat.detectors.fire import FireDetector
+from anticheat.detectors.iw4m.detector import IW4MDetector
+from anticheat.detectors.movement import MovementDetector
 from anticheat.pipeline import DetectionPipeline
-from anticheat.population import PopulationConfig, PopulationDetector, outliers
-from anticheat.recoil import RecoilDetector
+from anticheat.detectors.population import PopulationConfig, PopulationDetector, outliers
+from anticheat.detectors.recoil import RecoilDetector
 from anticheat.skip import SkipBook
 from anticheat.suite import build_detectors, default_configs
-from anticheat.trigger import TriggerConfig, TriggerDetector
-from anticheat.trw import wald_thresholds
+from anticheat.detectors.trigger import TriggerConfig, TriggerDetector
+from anticheat.detectors.trw import wald_thresholds
 from tests.synthetic import make_shot
 
 UNKNOWN = 4321
@@ -522,7 +522,7 @@ def test_cbug_score_is_the_highest_suspicion_against_the_threshold() -> None:
 
 
 def test_iw4m_scores_are_each_type_against_its_flag_limit() -> None:
-    from anticheat.iw4m_ratios import chest_thresholds
+    from anticheat.detectors.iw4m.ratios import chest_thresholds
 
     sim = iw4m_t.Sim()
     for _ in range(29):
@@ -538,7 +538,7 @@ def test_iw4m_scores_are_each_type_against_its_flag_limit() -> None:
 
 
 def test_iw4m_ratio_that_falls_back_under_its_limit_keeps_its_crossing() -> None:
-    from anticheat.iw4m_ratios import chest_thresholds
+    from anticheat.detectors.iw4m.ratios import chest_thresholds
 
     sim = iw4m_t.Sim()
     for _ in range(30):

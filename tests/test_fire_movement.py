@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from anticheat.detectors.fire import FireConfig, FireDetector
+from anticheat.detectors.movement import KindRule, MovementConfig, MovementDetector
 from anticheat.events import (
     ConnectionSample,
     Detection,
@@ -15,8 +17,6 @@ from anticheat.events import (
     ShotResult,
     SpawnEvent,
 )
-from anticheat.fire import FireConfig, FireDetector
-from anticheat.movement import KindRule, MovementConfig, MovementDetector
 from anticheat.skip import SkipBook
 from lagcomp.shot import RewindDecision
 from world.weapons import WeaponId
@@ -267,9 +267,9 @@ def test_movement_respawn_and_lag_spikes_protect_honest_players() -> None:
 
 def test_every_config_field_can_be_overridden_from_toml() -> None:
     tolerances = pytest.importorskip("anticheat.tolerances")
-    from anticheat.aimdetect import AimDetectConfig
-    from anticheat.aimstats import AimStatsConfig
-    from anticheat.population import PopulationConfig
+    from anticheat.detectors.aimdetect.detector import AimDetectConfig
+    from anticheat.detectors.aimstats import AimStatsConfig
+    from anticheat.detectors.population import PopulationConfig
 
     text = """
     [fire]

@@ -18,11 +18,11 @@ from anticheat.events import (
     ShotClaim,
     ShotResult,
 )
-from anticheat.iw4m import IW4MDetector
-from anticheat.iw4m_angles import StrainMeter, abs_angle_diff, snap_distance, view_angle_offset
-from anticheat.iw4m_finding import Finding, Level, Scope
-from anticheat.iw4m_ratios import chest_thresholds, headshot_thresholds, max_bone_thresholds
-from anticheat.iw4m_thresholds import IW4MConfig, max_offset_deg
+from anticheat.detectors.iw4m.detector import IW4MDetector
+from anticheat.detectors.iw4m.angles import StrainMeter, abs_angle_diff, snap_distance, view_angle_offset
+from anticheat.detectors.iw4m.finding import Finding, Level, Scope
+from anticheat.detectors.iw4m.ratios import chest_thresholds, headshot_thresholds, max_bone_thresholds
+from anticheat.detectors.iw4m.thresholds import IW4MConfig, max_offset_deg
 from anticheat.skip import SkipBook
 from world.hitbox import Bone
 from world.weapons import WeaponId

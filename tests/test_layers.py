@@ -47,6 +47,34 @@ def test_package_imports_respect_the_layers(package: str) -> None:
     assert not bad, "\n".join(bad)
 
 
+# Inside anticheat/: the pipeline and its contracts at the top, detectors/ and judgement/ below.
+# Only the suite (which assembles a pipeline) knows the detectors; a detector knows only the
+# contracts and its fellow detectors; judgement knows no detector; the pipeline routes
+# detections to judgement's policy and store, and judgement's operator drives a pipeline.
+ANTICHEAT_CONTRACTS = ("events", "detector", "skip", "tolerances", "codec")
+ANTICHEAT_FORBIDDEN: dict[str, set[str]] = {
+    **{f"anticheat/{m}.py": {"anticheat.detectors", "anticheat.judgement", "anticheat.pipeline", "anticheat.suite"}
+       for m in ANTICHEAT_CONTRACTS},
+    "anticheat/pipeline.py": {"anticheat.detectors", "anticheat.suite"},
+    "anticheat/detectors": {"anticheat.judgement", "anticheat.pipeline", "anticheat.suite", "anticheat.codec"},
+    "anticheat/judgement": {"anticheat.detectors", "anticheat.suite"},
+}
+
+
+@pytest.mark.parametrize("part", sorted(ANTICHEAT_FORBIDDEN))
+def test_anticheat_concerns_respect_their_layers(part: str) -> None:
+    where = ROOT / part
+    paths = [where] if where.suffix == ".py" else sorted(where.rglob("*.py"))
+    assert paths and all(p.exists() for p in paths), part
+    bad = [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in paths
+        for name in _imports(path)
+        if any(name == f or name.startswith(f + ".") for f in ANTICHEAT_FORBIDDEN[part])
+    ]
+    assert not bad, "\n".join(bad)
+
+
 def test_nothing_imports_the_tests_or_the_testbed_from_below() -> None:
     for package in PACKAGES[:-1]:
         for path in (ROOT / package).rglob("*.py"):

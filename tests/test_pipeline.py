@@ -21,10 +21,10 @@ from anticheat.events import (
     ShotResult,
     SpawnEvent,
 )
+from anticheat.judgement.sanctions import SanctionConfig, SanctionLevel, SanctionPolicy
+from anticheat.judgement.store import DetectionStore, StoreConfig
 from anticheat.pipeline import DetectionPipeline
-from anticheat.sanctions import SanctionConfig, SanctionLevel, SanctionPolicy
 from anticheat.skip import SkipBook, SkipConfig
-from anticheat.store import DetectionStore, StoreConfig
 from tests.synthetic import make_shot as shot
 
 

@@ -7,12 +7,12 @@ import math
 
 import pytest
 
+from anticheat.detectors.fire import FireDetector
+from anticheat.detectors.recoil import RecoilDetector
+from anticheat.detectors.trigger import TriggerConfig, TriggerDetector
+from anticheat.detectors.trw import wald_thresholds
 from anticheat.events import ConnectionSample, Detection, SpawnEvent
-from anticheat.fire import FireDetector
-from anticheat.recoil import RecoilDetector
 from anticheat.skip import SkipBook
-from anticheat.trigger import TriggerConfig, TriggerDetector
-from anticheat.trw import wald_thresholds
 from tests.synthetic import make_aim, make_shot
 from world.weapons import WeaponId
 

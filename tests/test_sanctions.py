@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anticheat.review import AppealStatus, ReviewError, ReviewQueue, ReviewStatus
-from anticheat.sanctions import DAY_S, Evidence, SanctionConfig, SanctionLevel, SanctionPolicy
+from anticheat.judgement.review import AppealStatus, ReviewError, ReviewQueue, ReviewStatus
+from anticheat.judgement.sanctions import DAY_S, Evidence, SanctionConfig, SanctionLevel, SanctionPolicy
 from anticheat.tolerances import ToleranceError, apply_all, apply_overrides, load_overrides
 
 NOW = 1_700_000_040.0  # a multiple of the 60 s evaluation step, so ages are exact

@@ -19,17 +19,17 @@ import pytest
 
 from anticheat.detector import Detector
 from anticheat.events import Detection, ShotResult
-from anticheat.operator import Operator
-from anticheat.pipeline import DetectionPipeline
-from anticheat.review import AppealStatus, ReviewItem, ReviewStatus
-from anticheat.sanctions import DAY_S, SanctionConfig, SanctionLevel, SanctionPolicy
-from anticheat.skip import SkipBook, SkipConfig
-from anticheat.store import (
+from anticheat.judgement.operator import Operator
+from anticheat.judgement.review import AppealStatus, ReviewItem, ReviewStatus
+from anticheat.judgement.sanctions import DAY_S, SanctionConfig, SanctionLevel, SanctionPolicy
+from anticheat.judgement.store import (
     SCHEMA_VERSION,
     DetectionStore,
     StoreConfig,
     StoreVersionError,
 )
+from anticheat.pipeline import DetectionPipeline
+from anticheat.skip import SkipBook, SkipConfig
 from tests.synthetic import make_shot as shot
 
 REPO = Path(__file__).resolve().parents[1]
@@ -155,7 +155,7 @@ _CHILD = textwrap.dedent(
     """
     import sys, time
     from anticheat.events import Detection
-    from anticheat.store import DetectionStore, StoreConfig
+    from anticheat.judgement.store import DetectionStore, StoreConfig
     mode, path = sys.argv[1], sys.argv[2]
     def det(i):
         return Detection(1, i, i / 64, "bustaim", "random_aim", float(i), 0.5, f"R-{i}", {"i": i})

@@ -14,7 +14,7 @@ import math
 
 import pytest
 
-from anticheat.iw4m_thresholds import max_offset_deg
+from anticheat.detectors.iw4m.thresholds import max_offset_deg
 from anticheat.suite import resolve_configs
 from anticheat.tolerances import ToleranceError, apply_overrides
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from anticheat.aimdetect_features import FEATURE_NAMES
+from anticheat.detectors.aimdetect.features import FEATURE_NAMES
 from anticheat.events import (
     AimSample,
     KillEvent,

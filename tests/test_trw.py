@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from anticheat.trw import (
+from anticheat.detectors.trw import (
     Decision,
     ThresholdRandomWalk,
     expected_sample_sizes,

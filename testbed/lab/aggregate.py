@@ -26,7 +26,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from anticheat.sanctions import SanctionConfig, SanctionLevel
+from anticheat.judgement.sanctions import SanctionConfig, SanctionLevel
 from bots.skill import SkillLevel
 from testbed.lab.metrics import detected_within, proportion, rate, roc, time_to_detect, tpr_at_fpr
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from multiprocessing import get_context
 from typing import Any
 
-from anticheat.sanctions import SanctionConfig
+from anticheat.judgement.sanctions import SanctionConfig
 from testbed.lab.redetect import Analysis, analyse, decompress
 from testbed.lab.store import LabStore
 

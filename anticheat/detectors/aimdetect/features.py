@@ -19,7 +19,7 @@ from itertools import chain
 import numba
 import numpy as np
 
-from anticheat.aimstats import angular_step_compiled
+from anticheat.detectors.aimstats import angular_step_compiled
 from anticheat.events import AimSample, KillEvent, ShotResult, SpawnEvent
 
 __all__ = ["FEATURE_NAMES", "FeatureConfig", "FeatureExtractor", "KillFeatures"]

@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from anticheat.detector import NO_DETECTIONS, NO_SCORES, Detector
-from anticheat.aimstats import angular_step_deg
+from anticheat.detectors.aimstats import angular_step_deg
 from anticheat.events import Detection, FireEvidence, FireKind, RewindDecision, ShotResult, SpawnEvent
 from anticheat.skip import SkipBook
 from world.constants import STANDING_CHEST_M

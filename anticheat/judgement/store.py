@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from anticheat.events import Detection
-from anticheat.review import Appeal, AppealStatus, ReviewItem, ReviewStatus
-from anticheat.sanctions import Evidence, SanctionDecision, SanctionLevel
+from anticheat.judgement.review import Appeal, AppealStatus, ReviewItem, ReviewStatus
+from anticheat.judgement.sanctions import Evidence, SanctionDecision, SanctionLevel
 
 __all__ = ["SCHEMA_VERSION", "DetectionStore", "StoreConfig", "StoreVersionError", "StoredDetection"]
 

@@ -1,6 +1,6 @@
 """IW4MAdmin's input-forgery limits: Recoil (no-recoil) and Button (hit without an attack press).
 
-Pure functions over the session's :class:`~anticheat.iw4m_profile.HitStats`; both are session
+Pure functions over the session's :class:`~anticheat.detectors.iw4m.profile.HitStats`; both are session
 measures (a no-recoil or packet-forging client shows itself within one session).
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 import sys
 
 from anticheat.detector import over_limit
-from anticheat.iw4m_finding import Finding, Level, Scope
-from anticheat.iw4m_profile import HitStats
-from anticheat.iw4m_thresholds import IW4MConfig
+from anticheat.detectors.iw4m.finding import Finding, Level, Scope
+from anticheat.detectors.iw4m.profile import HitStats
+from anticheat.detectors.iw4m.thresholds import IW4MConfig
 
 __all__ = ["button_finding", "button_score", "recoil_finding", "recoil_score"]
 

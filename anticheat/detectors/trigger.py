@@ -11,7 +11,7 @@ is kept as evidence: a triggerbot that waits for its weapon often fires a comman
 
 Kind (detector ``trigger``):
 
-- ``on_target``: a Threshold Random Walk (Wald's SPRT, ``anticheat.trw``) over each player's
+- ``on_target``: a Threshold Random Walk (Wald's SPRT, ``anticheat.detectors.trw``) over each player's
   shots with observation "crosshair on a player", theta0 = ``honest_rate`` and theta1 =
   ``cheat_rate``, with ``alpha`` the tolerated false-alarm rate per walk and ``beta`` the miss
   rate. An "honest" verdict restarts the walk, so a player who starts landing every shot later is
@@ -29,10 +29,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from anticheat.detector import NO_DETECTIONS, NO_SCORES, Detector, over_limit
+from anticheat.detectors.trw import Decision, ThresholdRandomWalk, wald_thresholds
 from anticheat.events import Detection, ShotResult
 from anticheat.skip import SkipBook
 from anticheat.tolerances import searched
-from anticheat.trw import Decision, ThresholdRandomWalk, wald_thresholds
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ claim carries none, the latest sample at or before the shot's time); "before" ar
 "after" is the first newer one.
 
 - Offset: a = the last command before, b = the first after, c = the claim's angles; see
-  :mod:`anticheat.iw4m_angles`. Session flag after ``offset_flag_min_hits`` and ban after
+  :mod:`anticheat.detectors.iw4m.angles`. Session flag after ``offset_flag_min_hits`` and ban after
   ``offset_ban_min_hits`` hits when the location-weighted mean exceeds ``max_offset_deg(hits)``.
 - Snap: a and b are the commands nearest to one and two ``snap_step_s`` before the shot command.
   Counted for snap hits only: the first hit on a new victim, or ``snap_reengage_s`` after the last snap
@@ -32,7 +32,7 @@ claim carries none, the latest sample at or before the shot's time); "before" ar
   and more than ``recoil_min_kills`` kills.
 - Button: a hit whose command carried no FIRE press (triggerbot or forged shot packet); flag and ban
   after ``button_flag_hits`` and ``button_ban_hits`` such hits (needs the command's seq).
-- Strain: see :mod:`anticheat.iw4m_angles`; distance is the shot's ``distance_m``.
+- Strain: see :mod:`anticheat.detectors.iw4m.angles`; distance is the shot's ``distance_m``.
 
 Lifetime analyses: Bone (``lifetime_bone_min_kills``), Chest (``lifetime_chest_min_hits``), Offset
 (ban when the lifetime mean exceeds the limit and the hit's location has more than
@@ -48,7 +48,7 @@ from typing import Any
 
 from anticheat.detector import NO_DETECTIONS, NO_SCORES, Detector
 from anticheat.events import AimSample, Buttons, Detection, KillEvent, ShotResult
-from anticheat.iw4m_aim import (
+from anticheat.detectors.iw4m.aim import (
     offset_findings,
     offset_score,
     snap_findings,
@@ -56,12 +56,12 @@ from anticheat.iw4m_aim import (
     strain_finding,
     strain_score,
 )
-from anticheat.iw4m_angles import Angles, StrainMeter, snap_distance, view_angle_offset
-from anticheat.iw4m_finding import Finding, Level, Scope, location_name
-from anticheat.iw4m_input import button_finding, button_score, recoil_finding, recoil_score
-from anticheat.iw4m_profile import VALID_BONES, HitStats
-from anticheat.iw4m_ratios import bone_finding, bone_score, chest_finding, chest_score
-from anticheat.iw4m_thresholds import IW4MConfig
+from anticheat.detectors.iw4m.angles import Angles, StrainMeter, snap_distance, view_angle_offset
+from anticheat.detectors.iw4m.finding import Finding, Level, Scope, location_name
+from anticheat.detectors.iw4m.input import button_finding, button_score, recoil_finding, recoil_score
+from anticheat.detectors.iw4m.profile import VALID_BONES, HitStats
+from anticheat.detectors.iw4m.ratios import bone_finding, bone_score, chest_finding, chest_score
+from anticheat.detectors.iw4m.thresholds import IW4MConfig
 from anticheat.skip import SkipBook
 from world.weapons import weapon as weapon_spec
 

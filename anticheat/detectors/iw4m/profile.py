@@ -16,7 +16,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from anticheat.iw4m_finding import LOCATION_NAME
+from anticheat.detectors.iw4m.finding import LOCATION_NAME
 
 __all__ = ["PROFILE_VERSION", "HitStats", "VALID_BONES"]
 

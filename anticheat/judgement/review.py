@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from anticheat.sanctions import SanctionDecision, SanctionLevel, SanctionPolicy
+from anticheat.judgement.sanctions import SanctionDecision, SanctionLevel, SanctionPolicy
 
 __all__ = [
     "Appeal",

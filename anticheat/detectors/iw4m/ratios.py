@@ -9,9 +9,9 @@ hit never yields two Bone findings. Chest compares upper- to lower-torso hits (s
 from __future__ import annotations
 
 from anticheat.detector import over_limit
-from anticheat.iw4m_finding import Finding, Level, Scope
-from anticheat.iw4m_profile import HitStats
-from anticheat.iw4m_thresholds import IW4MConfig, ratio_threshold
+from anticheat.detectors.iw4m.finding import Finding, Level, Scope
+from anticheat.detectors.iw4m.profile import HitStats
+from anticheat.detectors.iw4m.thresholds import IW4MConfig, ratio_threshold
 from world.hitbox import Bone
 
 __all__ = [

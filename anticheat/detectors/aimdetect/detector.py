@@ -1,8 +1,8 @@
 """AimDetect: per-kill SVM verdicts accumulated by a Threshold Random Walk, plus bait targets.
 
-(REFERENCES section 5.) Every kill is turned into eight features (``aimdetect_features``) and
-classified by the trained SVM (``aimdetect_model``). The verdicts feed the killer's walk
-(``trw``) with theta1 = the model's measured held-out TPR and theta0 = its FPR. When the walk
+(REFERENCES section 5.) Every kill is turned into eight features (``features``) and classified
+by the trained SVM (``model``). The verdicts feed the killer's walk (``anticheat.detectors.trw``)
+with theta1 = the model's measured held-out TPR and theta0 = its FPR. When the walk
 reaches CHEATER an ``aimbot`` Detection is emitted once; the walk then stays CHEATER until the
 player is reset. When it reaches HONEST it restarts from LR = 1, so a player who turns the aimbot
 on later is still caught; each restarted walk again has a false-positive rate below
@@ -32,13 +32,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from anticheat.aimdetect_features import FEATURE_NAMES, FeatureConfig, FeatureExtractor, KillFeatures
-from anticheat.aimdetect_model import TrainedModel, load_shipped_model
+from anticheat.detectors.aimdetect.features import FEATURE_NAMES, FeatureConfig, FeatureExtractor, KillFeatures
+from anticheat.detectors.aimdetect.model import TrainedModel, load_shipped_model
 from anticheat.detector import NO_DETECTIONS, NO_SCORES, Detector, over_limit
 from anticheat.events import AimSample, Detection, KillEvent, ShotResult, SpawnEvent
 from anticheat.skip import SkipBook
 from anticheat.tolerances import searched
-from anticheat.trw import Decision, ThresholdRandomWalk, wald_thresholds
+from anticheat.detectors.trw import Decision, ThresholdRandomWalk, wald_thresholds
 
 log = logging.getLogger(__name__)
 

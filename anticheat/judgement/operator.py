@@ -24,9 +24,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from anticheat.events import Detection
+from anticheat.judgement.review import Appeal, AppealStatus, ReviewItem, ReviewQueue
+from anticheat.judgement.sanctions import DAY_S, SanctionDecision, SanctionLevel
 from anticheat.pipeline import DetectionPipeline
-from anticheat.review import Appeal, AppealStatus, ReviewItem, ReviewQueue
-from anticheat.sanctions import DAY_S, SanctionDecision, SanctionLevel
 
 __all__ = ["Operator"]
 

@@ -1,15 +1,15 @@
 """IW4MAdmin's aim-dynamics limits: Offset, Snap and Strain judged over a player's hit statistics.
 
-Pure functions: the measures themselves are in :mod:`anticheat.iw4m_angles`, the running figures in
-:class:`~anticheat.iw4m_profile.HitStats`; these decide which level, if any, they reach.
+Pure functions: the measures themselves are in :mod:`anticheat.detectors.iw4m.angles`, the running figures in
+:class:`~anticheat.detectors.iw4m.profile.HitStats`; these decide which level, if any, they reach.
 """
 
 from __future__ import annotations
 
 from anticheat.detector import over_limit
-from anticheat.iw4m_finding import Finding, Level, Scope
-from anticheat.iw4m_profile import HitStats
-from anticheat.iw4m_thresholds import IW4MConfig, max_offset_deg
+from anticheat.detectors.iw4m.finding import Finding, Level, Scope
+from anticheat.detectors.iw4m.profile import HitStats
+from anticheat.detectors.iw4m.thresholds import IW4MConfig, max_offset_deg
 
 __all__ = ["offset_findings", "offset_score", "snap_findings", "snap_score", "strain_finding", "strain_score"]
 

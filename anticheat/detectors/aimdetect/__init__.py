@@ -1,0 +1,1 @@
+"""AimDetect: per-kill aim features scored by a trained SVM, accumulated by a sequential test."""
