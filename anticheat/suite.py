@@ -100,7 +100,7 @@ def build_pipeline(
     """The full pipeline: skip book, every detector, the sanction policy, optional store.
 
     Args:
-        overrides: TOML tolerance tables (``[bustaim] max_ping_ms = 400``...).
+        overrides: TOML tolerance tables (``[skip] max_ping_ms = 400``...).
         model: an AimDetect model, None to leave AimDetect out, or "shipped" for the packaged one.
         store: SQLite persistence (None: in memory only).
         clock: wall clock for sanction recency (epoch s); the virtual testbed passes its own.

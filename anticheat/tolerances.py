@@ -4,7 +4,7 @@ Every detector holds a frozen config dataclass whose defaults come from the anch
 principle 4). An operator file overrides some fields, one TOML table per detector, named for the
 detector::
 
-    [bustaim]
+    [skip]
     max_ping_ms = 400.0
     skipped_weapons = [7]
 

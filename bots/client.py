@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 from collections import deque
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import NamedTuple
+from typing import Generic, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -76,6 +78,50 @@ from world.state import PITCH_LIMIT_DEG, view_direction, wrap_deg
 from world.weapons import WeaponId, weapon as weapon_spec
 
 log = logging.getLogger(__name__)
+
+_K = TypeVar("_K", bound=Hashable)
+
+
+class RepeatedWarning(Generic[_K]):
+    """A warning logged once per process and key, every occurrence counted.
+
+    The first occurrence of a key is logged at WARNING, saying that repeats are counted; every
+    later one is logged at DEBUG only and counted, so a condition that every bot of a swarm meets
+    (or that a datagram stream repeats) cannot flood the log. :meth:`counts` gives the totals.
+    """
+
+    def __init__(self, logger: logging.Logger) -> None:
+        self._log = logger
+        self._counts: dict[_K, int] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, key: _K, msg: str, *args: object) -> bool:
+        """Count one occurrence of ``key``; log ``msg % args`` at WARNING if it is the first (then
+        returns True), else at DEBUG."""
+        with self._lock:
+            n = self._counts.get(key, 0) + 1
+            self._counts[key] = n
+        if n == 1:
+            self._log.warning(msg + " (logged once; repeats are counted)", *args)
+            return True
+        self._log.debug(msg + " (occurrence %d)", *args, n)
+        return False
+
+    def counts(self) -> dict[_K, int]:
+        """Occurrences so far, by key."""
+        with self._lock:
+            return dict(self._counts)
+
+
+_MAP_MISMATCH: RepeatedWarning[tuple[str, str]] = RepeatedWarning(log)
+"""ACCEPTs naming another map than the client's, by (server map, client map)."""
+
+
+def map_mismatches() -> dict[tuple[str, str], int]:
+    """How many connections in this process were accepted by a server running another map than
+    the client's, by (server map, client map); the first was logged as a warning."""
+    return _MAP_MISMATCH.counts()
+
 
 _WEAPON_IDS = frozenset(int(w) for w in WeaponId)
 _FIRE = int(Buttons.FIRE)
@@ -595,7 +641,8 @@ class BotClient:
         self._next_step_s = now_s
         self._last_ping_s = -math.inf
         if msg.map_name != self.game_map.name:
-            log.warning("%s: server runs map %r, client has %r", self.name, msg.map_name, self.game_map.name)
+            _MAP_MISMATCH((msg.map_name, self.game_map.name), "%s: server runs map %r, client has %r",
+                          self.name, msg.map_name, self.game_map.name)
         if 1.0 / msg.tick_rate_hz > min(msg.limits.max_command_duration_s, self.config.protocol.max_command_duration_s):
             log.warning("%s: a %d Hz tick is longer than a command may last", self.name, msg.tick_rate_hz)
 

@@ -8,6 +8,8 @@ address may be the server or a link-emulator proxy (``testbed.link_proxy``) in f
 
 The run is bounded: it ends after ``duration_s`` seconds, when ``stop`` is set, or when no client
 has anything left to do; every connected client then sends DISCONNECT and every socket closes.
+With a ``connect_timeout_s`` it also ends, raising :class:`NoAnswer`, when the server has answered
+no client's handshake by then; a host name that does not resolve raises :class:`UnresolvedHost`.
 
 The event loop is the caller's: run it under uvloop (``run_bots_sync(..., use_uvloop=True)`` or
 the caller's own policy) for ~8x cheaper receives (REFERENCES section 9).
@@ -25,11 +27,60 @@ from typing import Any
 import asyncio_dgram
 from asyncio_dgram.aio import DatagramClient
 
-from bots.client import BotClient, ClientStats
+from bots.client import BotClient, ClientStats, ConnState
+
+__all__ = ["ConnectError", "NoAnswer", "UnresolvedHost", "resolve_address", "run_bots", "run_bots_sync"]
 
 log = logging.getLogger(__name__)
 
 Address = tuple[str, int]
+
+
+class ConnectError(Exception):
+    """The bots could not reach a server (the message is one line, for the user)."""
+
+
+class UnresolvedHost(ConnectError):
+    """The server's host name does not resolve."""
+
+
+class NoAnswer(ConnectError):
+    """No client heard from the server within the connect timeout.
+
+    Attributes:
+        address: the (host, port) the clients sent to.
+        waited_s: how long they waited (s).
+    """
+
+    def __init__(self, address: Address, waited_s: float) -> None:
+        super().__init__(
+            f"no answer from {address[0]}:{address[1]} within {waited_s:.1f} s (is a server running there?)"
+        )
+        self.address = address
+        self.waited_s = waited_s
+
+
+_UNANSWERED = (ConnState.IDLE, ConnState.CONNECTING, ConnState.FAILED)
+"""Client states that do not show any answer from the server (a CHALLENGE moves a client on)."""
+
+
+async def resolve_address(address: Address) -> Address:
+    """``address`` with its host resolved for UDP (numeric addresses come back unchanged; the
+    first address the resolver gives, as the sockets would use).
+
+    Raises:
+        UnresolvedHost: the host does not resolve.
+    """
+    host, port = address
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_DGRAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UnresolvedHost(f"cannot resolve server host {host!r}: {reason}") from exc
+    if not infos:  # pragma: no cover - getaddrinfo raises instead
+        raise UnresolvedHost(f"cannot resolve server host {host!r}")
+    resolved = infos[0][4]
+    return str(resolved[0]), int(resolved[1])
 
 RECV_MAX_BYTES = 2048
 RECV_QUEUE_DATAGRAMS = 64
@@ -141,6 +192,19 @@ async def _watch_stop(stop: asyncio.Event, wake: _Wake) -> None:
     wake.event.set()
 
 
+def _answered(bots: Sequence[BotClient]) -> bool:
+    """Whether the server has answered at least one client's handshake."""
+    return any(bot.state not in _UNANSWERED for bot in bots)
+
+
+async def _watch_connect(bots: Sequence[BotClient], timeout_s: float, give_up: asyncio.Event, wake: _Wake) -> None:
+    """After ``timeout_s`` seconds, give up the run if no client has heard from the server."""
+    await asyncio.sleep(timeout_s)
+    if not _answered(bots):
+        give_up.set()
+        wake.event.set()
+
+
 async def run_bots(
     server_addr: Address,
     bots: Sequence[BotClient],
@@ -148,18 +212,34 @@ async def run_bots(
     *,
     bind_host: str = "127.0.0.1",
     stop: asyncio.Event | None = None,
+    connect_timeout_s: float | None = None,
 ) -> list[ClientStats]:
     """Connect ``bots`` to ``server_addr`` and run them for ``duration_s`` seconds (or until
     ``stop`` is set, or every client is finished); returns each client's final stats.
 
     Each bot must not have been started. Sockets bind to ``bind_host`` on a free port.
+
+    Args:
+        connect_timeout_s: when given, the run ends after this many seconds (s) if the server
+            has answered no client's handshake (a CHALLENGE, ACCEPT or REJECT), and also when
+            the run ends for another reason than ``stop`` before any answer came.
+
+    Raises:
+        UnresolvedHost: the server's host name does not resolve.
+        NoAnswer: no answer within ``connect_timeout_s`` (only with a timeout).
     """
     if not math.isfinite(duration_s) or duration_s < 0.0:
         raise ValueError(f"duration_s must be finite and >= 0, got {duration_s!r}")
+    if connect_timeout_s is not None and not (math.isfinite(connect_timeout_s) and connect_timeout_s > 0.0):
+        raise ValueError(f"connect_timeout_s must be positive and finite, got {connect_timeout_s!r}")
     loop = asyncio.get_running_loop()
+    server_addr = await resolve_address(server_addr)
     streams: list[DatagramClient] = []
     tasks: list[asyncio.Task[None]] = []
     wake = _Wake()
+    give_up = asyncio.Event()
+    heard = True
+    t0 = loop.time()
     try:
         for bot in bots:
             streams.append(await _open(server_addr, bind_host))
@@ -167,11 +247,14 @@ async def run_bots(
             tasks.append(asyncio.create_task(_receive(bot, stream, wake), name=f"bot-recv-{i}"))
         if stop is not None:
             tasks.append(asyncio.create_task(_watch_stop(stop, wake), name="bot-stop"))
+        if connect_timeout_s is not None:
+            tasks.append(asyncio.create_task(_watch_connect(bots, connect_timeout_s, give_up, wake), name="bot-connect"))
         t0 = loop.time()
         end_s = t0 + duration_s
         for bot, stream in zip(bots, streams):
             await _send(bot, stream, bot.start(loop.time()))
-        await _schedule(bots, streams, wake, end_s, stop)
+        await _schedule(bots, streams, wake, end_s, stop, give_up)
+        heard = _answered(bots) or (stop is not None and stop.is_set() and not give_up.is_set())
         now = loop.time()
         for bot, stream in zip(bots, streams):
             await _send(bot, stream, bot.disconnect(now))
@@ -181,6 +264,8 @@ async def run_bots(
         await asyncio.gather(*tasks, return_exceptions=True)
         for stream in streams:
             stream.close()
+    if connect_timeout_s is not None and not heard:
+        raise NoAnswer(server_addr, loop.time() - t0)
     return [bot.stats for bot in bots]
 
 
@@ -190,15 +275,17 @@ async def _schedule(
     wake: _Wake,
     end_s: float,
     stop: asyncio.Event | None,
+    give_up: asyncio.Event | None = None,
 ) -> None:
-    """Call each client's ``step`` when it is due until ``end_s`` (loop time, s)."""
+    """Call each client's ``step`` when it is due until ``end_s`` (loop time, s), or until
+    ``stop`` or ``give_up`` is set."""
     loop = asyncio.get_running_loop()
     while True:
         # Cleared before the sweep: a receive during it (sends yield) that makes a client due
         # sooner sets it again, so the wait below returns at once instead of losing the wake-up.
         wake.event.clear()
         now = loop.time()
-        if now >= end_s or (stop is not None and stop.is_set()):
+        if now >= end_s or (stop is not None and stop.is_set()) or (give_up is not None and give_up.is_set()):
             return
         earliest = math.inf
         for bot, stream in zip(bots, streams):
@@ -230,6 +317,7 @@ def run_bots_sync(
     *,
     bind_host: str = "127.0.0.1",
     use_uvloop: bool = False,
+    connect_timeout_s: float | None = None,
 ) -> list[ClientStats]:
     """Blocking convenience around :func:`run_bots` in a new event loop (uvloop when asked and
     installed; the process-wide loop policy is left alone)."""
@@ -242,4 +330,4 @@ def run_bots_sync(
         else:
             factory = uvloop.new_event_loop
     with asyncio.Runner(loop_factory=factory) as runner:
-        return runner.run(run_bots(server_addr, bots, duration_s, bind_host=bind_host))
+        return runner.run(run_bots(server_addr, bots, duration_s, bind_host=bind_host, connect_timeout_s=connect_timeout_s))

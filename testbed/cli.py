@@ -2,12 +2,17 @@
 
     referee serve  [--map M] [--tick-rate 64|128] [--port P] [--bind 127.0.0.1] [--duration S] [--replay F]
     referee bots   --server HOST:PORT [--count N] [--profile P] [--ping-ms] [--loss] [--jitter-ms] [--duration S]
+                   [--connect-timeout S]
     referee match  [SCENARIO.toml] [--virtual] [--duration S] [--seed N] [--json] [--replay F] [--tolerances F]
     referee replay FILE [--detect] [--tolerances F] [--json]
 
+``-v`` / ``-vv`` (more logging) go anywhere on the command line; ``referee --version`` prints the
+installed version.
+
 Output: tables and summaries on stdout; live progress lines, logs and errors on stderr. With
 ``--json`` the last line of stdout is one JSON object. Exit status: 0 done, 1 a bad input file
-(scenario, map, tolerances, replay) or a failed run, 2 bad command-line usage.
+(scenario, map, tolerances, replay), a server that cannot be reached or a failed run, 2 bad
+command-line usage.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import asyncio
 import json
 import logging
 import math
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,13 +33,23 @@ from rich.table import Table
 
 from testbed.argtypes import positive_float as _positive_float
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "verbosity"]
 
 log = logging.getLogger("referee")
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+
+COMPILING_NOTICE = (
+    "referee: compiling numeric kernels (first start after install: up to a minute; "
+    "later starts load them from cache)"
+)
+"""Written on stderr before the first compile-heavy step of match, serve and bots when numba's
+cache of the kernels that command needs is cold."""
+
+_VERBOSE_SUB = "_verbose_"
+"""Prefix of the ``-v`` counters of the subcommand parsers (one per nesting depth, summed)."""
 
 
 class CliError(Exception):
@@ -102,6 +118,50 @@ def _host_port(text: str) -> tuple[str, int]:
 
 # --- parser -------------------------------------------------------------------------------------
 
+_VERBOSE_HELP = "more logging on stderr (-vv: debug); anywhere on the command line"
+
+
+def _package_version() -> str:
+    """The installed ``referee`` distribution's version (``unknown`` when not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("referee")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """The parsers of ``parser``'s subcommands (each once, aliases included)."""
+    found: dict[int, argparse.ArgumentParser] = {}
+    for action in parser._actions:  # argparse has no public view of its subparsers
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found.setdefault(id(sub), sub)
+    return list(found.values())
+
+
+def _add_verbose_everywhere(parser: argparse.ArgumentParser, depth: int = 1) -> None:
+    """Give every subcommand parser below ``parser`` its own ``-v`` counter.
+
+    argparse copies a subparser's namespace over its parent's, so one shared ``verbose`` dest
+    would let ``referee -v match -v`` count 1; each depth counts into ``_verbose_<depth>``
+    (absent unless given) and :func:`verbosity` adds them up.
+    """
+    for sub in _subparsers(parser):
+        if "-v" not in sub._option_string_actions:
+            flags = ["-v"] + ([] if "--verbose" in sub._option_string_actions else ["--verbose"])
+            sub.add_argument(*flags, action="count", dest=f"{_VERBOSE_SUB}{depth}", default=argparse.SUPPRESS,
+                             help=_VERBOSE_HELP)
+        _add_verbose_everywhere(sub, depth + 1)
+
+
+def verbosity(args: argparse.Namespace) -> int:
+    """How many ``-v`` the command line held, before and after the subcommand(s)."""
+    return int(getattr(args, "verbose", 0)) + sum(
+        int(v) for k, v in vars(args).items() if k.startswith(_VERBOSE_SUB)
+    )
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``referee`` argument parser with its subcommands."""
@@ -109,7 +169,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="referee",
         description="Authoritative shooter server simulation: server, bots, matches and replays.",
     )
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr (-vv: debug)")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help=_VERBOSE_HELP)
+    parser.add_argument("--version", action="version", version=f"referee {_package_version()}",
+                        help="print the installed version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     serve = sub.add_parser("serve", help="run the UDP server", description="Run the authoritative server over UDP.")
@@ -134,6 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
     bots.add_argument("--duration", type=_positive_float, default=60.0, help="seconds to play (default: 60)")
     bots.add_argument("--seed", type=_seed, default=0, help="seed of the bots (default: 0)")
     bots.add_argument("--name-prefix", help="bot names are PREFIX-1, PREFIX-2... (default: the profile)")
+    bots.add_argument("--connect-timeout", type=_positive_float, default=5.0, metavar="S",
+                      help="fail when the server has not answered any bot within S seconds (default: 5)")
 
     match = sub.add_parser(
         "match",
@@ -190,6 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     from testbed.lab.cli import add_lab_parser
 
     add_lab_parser(sub)
+    _add_verbose_everywhere(parser)
     return parser
 
 
@@ -227,6 +292,34 @@ def _load_tolerances(path: str | None) -> dict[str, dict[str, Any]]:
     except ToleranceError as exc:
         raise CliError(str(exc)) from exc
     return overrides
+
+
+def _announce_compiling(command: str, err: TextIO) -> None:
+    """Say on ``err`` that the kernels are being compiled when numba's cache of those that
+    ``command`` needs is cold (a cold start is otherwise silent for up to a minute); log at INFO
+    that they load from the cache otherwise. Call it before the command's first heavy import."""
+    from testbed.kernel_cache import COMMAND_KERNEL_MODULES, cold_modules
+
+    try:
+        cold = cold_modules(COMMAND_KERNEL_MODULES[command])
+    except Exception as exc:  # noqa: BLE001 - a notice must never stop the command
+        log.debug("cannot tell whether the kernel cache is warm: %s", exc)
+        return
+    if cold:
+        err.write(COMPILING_NOTICE + "\n")
+        err.flush()
+        log.info("kernels not in numba's cache yet: %s", ", ".join(cold))
+    else:
+        log.info("numeric kernels: loading them from numba's cache")
+
+
+def _resolve_server(host: str, port: int) -> None:
+    """Fail with a one-line message when the server's host name does not resolve."""
+    try:
+        socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise CliError(f"cannot resolve server host {host!r}: {reason}") from exc
 
 
 def _loop_factory() -> Any:
@@ -278,6 +371,7 @@ class _ProgressLine:
 
 
 def _cmd_match(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    _announce_compiling("match", err)
     from bots.registry import default_registry
     from testbed.bot_factory import scenario_profiles
     from testbed.bot_process import BotProcessError
@@ -434,6 +528,7 @@ def _cmd_train_aimdetect(args: argparse.Namespace, out: TextIO, err: TextIO) -> 
 
 
 def _cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    _announce_compiling("serve", err)
     from testbed.standalone import ServeStatus, serve
 
     game_map = _load_map(args.map)
@@ -484,7 +579,12 @@ def _server_table(report: dict[str, Any]) -> Table:
 
 
 def _cmd_bots(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    host, port = args.server
+    _resolve_server(host, port)  # before a minute of compiling, on a cold start
+    _announce_compiling("bots", err)
+    from bots.client import map_mismatches
     from bots.registry import default_registry
+    from bots.udp import ConnectError
     from testbed.scenario import ScenarioError
     from testbed.standalone import run_bot_swarm
 
@@ -493,6 +593,7 @@ def _cmd_bots(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except ValueError as exc:
         raise CliError(str(exc)) from exc
     game_map = _load_map(args.map)
+    mismatches_before = map_mismatches()
     try:
         stats = _run_async(
             run_bot_swarm(
@@ -507,10 +608,16 @@ def _cmd_bots(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 duration_s=args.duration,
                 seed=args.seed,
                 name_prefix=args.name_prefix,
+                connect_timeout_s=args.connect_timeout,
             ),
         )
-    except ScenarioError as exc:
+    except (ScenarioError, ConnectError) as exc:
         raise CliError(str(exc)) from exc
+    for (server_map, client_map), n in map_mismatches().items():
+        n -= mismatches_before.get((server_map, client_map), 0)
+        if n > 0:
+            err.write(f"referee: {n} of {len(stats)} bots: the server runs map {server_map!r}, these bots "
+                      f"have {client_map!r} (--map {server_map})\n")
     table = Table(title=f"{args.count} {args.profile} bots against {args.server[0]}:{args.server[1]}", title_justify="left")
     for col in ("name", "slot", "state", "rtt ms", "sent", "received", "shots", "deaths", "bad"):
         table.add_column(col)
@@ -555,7 +662,7 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
         # argparse exits on --help (0) and on usage errors (2); return that as our status.
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
     logging.basicConfig(
-        level=(logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)],
+        level=(logging.WARNING, logging.INFO, logging.DEBUG)[min(verbosity(args), 2)],
         stream=err,
         format="%(levelname)s %(name)s: %(message)s",
     )

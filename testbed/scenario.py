@@ -9,7 +9,7 @@ A scenario is a TOML file (stdlib ``tomllib``)::
     tick_rate_hz = 64             # 64 or 128
     seed = 7                      # root of every random choice of the match
 
-    [tolerances.bustaim]          # optional detector tolerance overrides (anticheat.tolerances)
+    [tolerances.skip]             # optional detector tolerance overrides (anticheat.tolerances)
     max_ping_ms = 400.0
 
     [server]                      # optional ServerConfig overrides (nested tables for sub-configs)

@@ -153,16 +153,28 @@ async def run_bot_swarm(
     seed: int = 0,
     name_prefix: str | None = None,
     params: Mapping[str, Any] | None = None,
+    connect_timeout_s: float | None = 5.0,
 ) -> list[Any]:
     """Connect ``count`` bots of ``profile`` to ``server`` for ``duration_s`` seconds.
 
     With any impairment (ping, jitter, loss) the bots talk to a loopback ``LinkProxy`` that
     forwards to ``server``. Returns each bot's final ``bots.client.ClientStats``.
+
+    Args:
+        connect_timeout_s: give up (``bots.udp.NoAnswer``) when the server has answered no
+            bot's handshake within this many seconds (s); None waits for the bots' own
+            handshake timeout. Over an emulated link the handshake needs a round trip, and
+            its resends (1 s, then 1.5x longer each) must get through the emulated loss.
+
+    Raises:
+        bots.udp.UnresolvedHost: the server's host name does not resolve (checked first).
+        bots.udp.NoAnswer: no answer within ``connect_timeout_s``, naming ``server``.
     """
-    from bots.udp import run_bots
+    from bots.udp import NoAnswer, resolve_address, run_bots
 
     if count < 1:
         raise ValueError(f"count must be >= 1, got {count}")
+    server = await resolve_address(server)
     path = PathConfig.from_ping(ping_ms, jitter_ms=jitter_ms, loss=loss)
     geometry = MapGeometry(game_map)
     factory = DefaultBotFactory()
@@ -191,10 +203,13 @@ async def run_bot_swarm(
     ]
     impaired = ping_ms > 0 or jitter_ms > 0 or loss > 0
     if not impaired:
-        return await run_bots(server, bots, duration_s)  # type: ignore[arg-type]
+        return await run_bots(server, bots, duration_s, connect_timeout_s=connect_timeout_s)  # type: ignore[arg-type]
     (proxy_seed,) = rngs[count].integers(0, 2**63 - 1, size=1).tolist()
     async with LinkProxy(ProxyConfig(upstream=server, default=path, seed=proxy_seed)) as proxy:
-        stats = await run_bots(proxy.address, bots, duration_s)  # type: ignore[arg-type]
+        try:
+            stats = await run_bots(proxy.address, bots, duration_s, connect_timeout_s=connect_timeout_s)  # type: ignore[arg-type]
+        except NoAnswer as exc:
+            raise NoAnswer(server, exc.waited_s) from None  # the server's address, not the proxy's
         # The bots' DISCONNECTs are still in the emulated link: let them arrive before the
         # proxy closes, or the server only notices the bots left when they time out.
         await asyncio.sleep(ping_ms / 2000.0 + 4.0 * jitter_ms / 1000.0 + 0.05)

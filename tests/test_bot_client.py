@@ -1008,3 +1008,30 @@ def test_receive_never_raises_on_arbitrary_input(game_map: GameMap, geometry: Ma
 
     check()
     assert client.stats.bad_datagrams + client.stats.unexpected > 0
+
+
+def test_map_mismatch_is_logged_once_and_counted(
+    game_map: GameMap, geometry: MapGeometry, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server on another map: one WARNING for the whole process, however many bots connect and
+    however many ACCEPTs and snapshots arrive; every mismatched connection is counted."""
+    import bots.client as client_module
+
+    monkeypatch.setattr(client_module, "_MAP_MISMATCH", client_module.RepeatedWarning(client_module.log))
+    limits = AcceptLimits(1200, 4, 8, 0.1, 256.0, 307200.0)
+    records = entity_records([(1, int(EntityFlags.ALIVE), (20.0, 20.0, 0.0), 0.0)])
+    clients = [make_client(game_map, geometry, ScriptBrain(), seed=i + 1) for i in range(100)]
+    with caplog.at_level("DEBUG", logger="bots.client"):
+        for i, client in enumerate(clients):
+            client.start(0.0)
+            client.receive(encode(Challenge(b"c" * 40)), 0.01)
+            client.receive(encode(Accept(bytes([i]) * 16, i % 64, TICK_HZ, "city", 1.0, limits)), 0.02)
+            assert client.connected
+        first = clients[0]
+        for k in range(100):  # duplicate ACCEPTs and a snapshot stream on one connection
+            first.receive(encode(Accept(bytes([0]) * 16, 0, TICK_HZ, "city", 1.0, limits)), 0.03 + k * DT)
+            first.receive(encode(_snap(k + 1, 1.0 + k * DT, records, seq=None)), 0.03 + k * DT)
+    warnings = [r for r in caplog.records if r.levelname == "WARNING" and "server runs map" in r.getMessage()]
+    assert len(warnings) == 1
+    assert warnings[0].getMessage() == "bot1: server runs map 'city', client has 'tiny' (logged once; repeats are counted)"
+    assert client_module.map_mismatches() == {("city", "tiny"): 100}

@@ -131,6 +131,38 @@ async def test_run_bots_without_a_server_ends_when_handshakes_fail(game_map: Gam
     assert stats[0].state is ConnState.FAILED and stats[0].handshake_attempts >= 3
 
 
+async def test_run_bots_gives_up_after_the_connect_timeout(game_map: GameMap, geometry: MapGeometry) -> None:
+    """A silent server: NoAnswer once the connect timeout is over, long before the duration or the
+    bots' own 30 s handshake timeout; a server that answers is not affected by the timeout."""
+    from bots.udp import NoAnswer
+
+    silent = await asyncio_dgram.bind(("127.0.0.1", 0))
+    loop = asyncio.get_running_loop()
+    bots = [make_client(game_map, geometry, ScriptBrain(), seed=i + 20) for i in range(2)]
+    t0 = loop.time()
+    try:
+        with pytest.raises(NoAnswer, match=r"no answer from 127\.0\.0\.1:\d+ within 0\.[34] s") as caught:
+            await run_bots(silent.sockname[:2], bots, 30.0, connect_timeout_s=0.3)
+    finally:
+        silent.close()
+    assert 0.3 <= loop.time() - t0 < 2.0 and caught.value.address == silent.sockname[:2]
+    assert all(b.state is ConnState.DISCONNECTED for b in bots)  # handshakes abandoned, sockets closed
+
+    fake = FakeServer(game_map, geometry)
+    bot = make_client(game_map, geometry, ScriptBrain(), seed=30)
+    async with RealTimeServer(fake) as srv:
+        stats = await run_bots(srv.address, [bot], 0.6, connect_timeout_s=0.3)
+    assert stats[0].slot is not None and stats[0].inputs > 10
+
+
+async def test_run_bots_refuses_a_host_that_does_not_resolve(game_map: GameMap, geometry: MapGeometry) -> None:
+    from bots.udp import UnresolvedHost
+
+    bot = make_client(game_map, geometry, ScriptBrain(), seed=31)
+    with pytest.raises(UnresolvedHost, match="cannot resolve server host 'no.such.host.invalid'"):
+        await run_bots(("no.such.host.invalid", 27015), [bot], 5.0, connect_timeout_s=1.0)
+
+
 async def test_run_bots_against_server_core(game_map: GameMap, geometry: MapGeometry) -> None:
     from server.config import ServerConfig
     from server.core import ServerCore

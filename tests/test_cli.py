@@ -317,3 +317,161 @@ ping_ms = 40.0
     assert "cli-test: 1/1 cheaters flagged" in err
     code, out, _ = run_cli("evaluate", str(scenario), "--jobs", "1", "--duration", "1", "--deadline", "0.5")
     assert code == 0 and "NO" in out and "blatant cheaters 0/1" in out
+
+
+# --- command-line rough edges: -v anywhere, --version, the compile notice, unreachable servers ---
+
+
+@pytest.mark.parametrize(
+    ("argv", "level"),
+    [
+        (["match"], 0),
+        (["-v", "match"], 1),
+        (["match", "-v"], 1),
+        (["match", "x.toml", "--virtual", "-vv"], 2),
+        (["-v", "match", "x.toml", "--verbose"], 2),
+        (["replay", "f.replay", "-v", "--detect"], 1),
+        (["bots", "--server", "h:1", "-vv"], 2),
+        (["lab", "report", "d", "-v"], 1),
+        (["-v", "lab", "-v", "report", "d", "-v"], 3),
+    ],
+)
+def test_verbose_anywhere_on_the_command_line(argv: list[str], level: int) -> None:
+    from testbed.cli import verbosity
+
+    assert verbosity(build_parser().parse_args(argv)) == level
+
+
+def test_verbose_after_the_command_sets_the_log_level(monkeypatch: pytest.MonkeyPatch) -> None:
+    import logging
+
+    seen: list[int] = []
+    monkeypatch.setattr(logging, "basicConfig", lambda **kw: seen.append(kw["level"]))
+    assert run_cli("replay", "no-such.replay", "-vv")[0] == 1
+    assert run_cli("-v", "replay", "no-such.replay")[0] == 1
+    assert seen == [logging.DEBUG, logging.INFO]
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"referee {version('referee')}\n"
+
+
+def _free_udp_port() -> int:
+    """A loopback UDP port with nothing bound to it (it was free a moment ago)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _warm_bots_command() -> None:
+    """Import and compile what ``referee bots`` needs, so that the timed runs time the command."""
+    from testbed.standalone import run_bot_swarm  # noqa: F401
+    from world.geometry import MapGeometry
+    from world.mapfile import builtin_map
+
+    MapGeometry(builtin_map("corridors"))
+
+
+def test_bots_exit_1_when_the_host_does_not_resolve() -> None:
+    import time
+
+    t0 = time.monotonic()
+    code, out, err = run_cli("bots", "--server", "no.such.host.invalid:27015")
+    assert code == 1 and out == ""
+    (line,) = err.splitlines()  # one line: no traceback, no compile notice
+    assert line.startswith("referee: cannot resolve server host 'no.such.host.invalid': ")
+    assert time.monotonic() - t0 < 10.0
+
+
+def test_bots_exit_1_when_no_server_answers() -> None:
+    import time
+
+    _warm_bots_command()
+    port = _free_udp_port()
+    t0 = time.monotonic()
+    code, out, err = run_cli("bots", "--server", f"127.0.0.1:{port}", "--count", "2", "--duration", "60",
+                             "--connect-timeout", "0.5")
+    elapsed = time.monotonic() - t0
+    assert code == 1 and out == ""
+    lines = [line for line in err.splitlines() if not line.startswith("referee: compiling")]
+    assert lines == [f"referee: no answer from 127.0.0.1:{port} within 0.5 s (is a server running there?)"]
+    assert elapsed < 10.0  # the bots' own handshake timeout would take 30 s, the duration 60 s
+
+
+def test_swarm_behind_the_link_emulator_names_the_server_when_unanswered() -> None:
+    from bots.udp import NoAnswer
+    from testbed.standalone import run_bot_swarm
+    from world.mapfile import builtin_map
+
+    port = _free_udp_port()
+    with pytest.raises(NoAnswer, match=rf"no answer from 127\.0\.0\.1:{port} within"):
+        asyncio.run(run_bot_swarm(("127.0.0.1", port), builtin_map("open"), count=1, ping_ms=80.0,
+                                  duration_s=30.0, connect_timeout_s=0.4))
+
+
+def test_bots_count_map_mismatches_and_log_one_warning(caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three bots with the wrong map against a real server: one WARNING record, and the bots
+    command says how many bots met the mismatch."""
+    import threading
+
+    import bots.client as client_module
+    from testbed.standalone import serve
+    from world.mapfile import builtin_map
+
+    monkeypatch.setattr(client_module, "_MAP_MISMATCH", client_module.RepeatedWarning(client_module.log))
+    listening = threading.Event()
+    address: list[tuple[str, int]] = []
+
+    def on_listening(addr: tuple[str, int]) -> None:
+        address.append(addr)
+        listening.set()
+
+    server = threading.Thread(
+        target=asyncio.run, args=(serve(builtin_map("open"), duration_s=6.0, on_listening=on_listening),), daemon=True
+    )
+    server.start()
+    assert listening.wait(60.0)
+    host, port = address[0]
+    with caplog.at_level("WARNING", logger="bots.client"):
+        code, _, err = run_cli("bots", "--server", f"{host}:{port}", "--count", "3", "--duration", "1.5", "--map", "corridors")
+    server.join(30.0)
+    assert code == 0, err
+    mismatch = [r for r in caplog.records if "server runs map" in r.getMessage()]
+    assert len(mismatch) == 1 and "'open'" in mismatch[0].getMessage()
+    assert "referee: 3 of 3 bots: the server runs map 'open', these bots have 'corridors' (--map open)" in err
+
+
+def test_compile_notice_only_when_the_kernel_cache_is_cold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """match, serve and bots say they compile before their first heavy step, and only when the
+    cache of the kernels they need is cold (the detection itself: tests/test_kernel_cache.py)."""
+    import testbed.kernel_cache as kc
+    from testbed.cli import COMPILING_NOTICE
+
+    asked: list[tuple[str, ...]] = []
+    cold = [["server.core"]]
+
+    def fake_cold(modules: tuple[str, ...] = kc.KERNEL_MODULES) -> list[str]:
+        asked.append(tuple(modules))
+        return cold[0]
+
+    monkeypatch.setattr(kc, "cold_modules", fake_cold)
+    bad = tmp_path / "bad.toml"
+    bad.write_text("map = 1\n")
+    code, _, err = run_cli("match", str(bad))
+    assert code == 1 and err.splitlines()[0] == COMPILING_NOTICE and "bad.toml" in err.splitlines()[1]
+    code, _, err = run_cli("serve", "--map", str(tmp_path / "missing.json"))
+    assert code == 1 and err.splitlines()[0] == COMPILING_NOTICE
+    code, _, err = run_cli("bots", "--server", "127.0.0.1:1", "--profile", "no_such_profile")
+    assert code == 1 and err.splitlines()[0] == COMPILING_NOTICE
+    assert asked == [kc.COMMAND_KERNEL_MODULES[c] for c in ("match", "serve", "bots")]
+    code, _, err = run_cli("bots", "--server", "no.such.host.invalid:1")  # fails before any compiling
+    assert code == 1 and COMPILING_NOTICE not in err
+    cold[0] = []
+    for argv in (["match", str(bad)], ["serve", "--map", str(tmp_path / "missing.json")]):
+        code, _, err = run_cli(*argv)
+        assert code == 1 and COMPILING_NOTICE not in err
