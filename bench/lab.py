@@ -123,6 +123,7 @@ def main(argv: list[str]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-lab-") as tmp:
         store = open_store(Path(tmp) / "corpus")
         report = build_corpus(spec, store, workers=args.jobs)
+        store.compact()
         size = store.size_bytes()
         bare_s = _bare(jobs, args.jobs)
         hours = spec.player_hours

@@ -295,3 +295,17 @@ def test_the_lab_commands_on_a_corpus(built: Path, tmp_path: Path) -> None:
     assert code == 1 and "SQL" in err
     code, _, err = run("lab", "report", str(tmp_path / "missing"))
     assert code == 1 and "no lab corpus here" in err
+
+
+def test_compacting_keeps_every_row(built: Path, tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(built, copy)
+    store = open_store(copy)
+    try:
+        store.compact()
+        assert store.done_match_ids() == {0, 1, 2}
+    finally:
+        store.close()
+    assert dump(copy) == dump(built)

@@ -143,6 +143,8 @@ def _corpus(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 )
             except CorpusMismatchError as exc:
                 raise LabError(str(exc)) from exc
+        if report.played:
+            store.compact()
         size = store.size_bytes()
         stored_h, stream_bytes = store.con.execute(
             "SELECT (SELECT coalesce(sum(play_s), 0) / 3600.0 FROM players), "

@@ -95,7 +95,9 @@ class LabStore:
 
     def __init__(self, path: str | os.PathLike[str], *, read_only: bool = False) -> None:
         self.path = Path(path)
+        # No progress bar: the library writes nothing to the terminal (the CLI shows its own).
         self.con = duckdb.connect(os.fspath(self.path), read_only=read_only)
+        self.con.execute("SET enable_progress_bar = false")
         if not read_only:
             for ddl in _DDL:
                 self.con.execute(ddl)
@@ -189,6 +191,25 @@ class LabStore:
         self.con.execute("CHECKPOINT")
         wal = self.path.with_name(self.path.name + ".wal")
         return self.path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+
+    def compact(self) -> None:
+        """Rewrite the database without the free blocks that appended blobs and a rolled-back
+        match leave behind (a killed build's file was 13.5 MB per player-hour, 7.2 rewritten)."""
+        tmp = self.path.with_name(self.path.name + ".compact")
+        tmp.unlink(missing_ok=True)
+        self.con.execute("CHECKPOINT")
+        self.con.close()
+        con = duckdb.connect(os.fspath(tmp))
+        try:
+            con.execute("SET enable_progress_bar = false")
+            con.execute(f"ATTACH '{self.path.as_posix()}' AS src (READ_ONLY)")
+            target = con.execute("SELECT current_database()").fetchone()[0]
+            con.execute(f'COPY FROM DATABASE src TO "{target}"')
+        finally:
+            con.close()
+        os.replace(tmp, self.path)
+        self.con = duckdb.connect(os.fspath(self.path))
+        self.con.execute("SET enable_progress_bar = false")
 
     def close(self) -> None:
         """Close the connection (commits nothing: every write is its own transaction)."""
