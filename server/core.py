@@ -487,6 +487,8 @@ class ServerCore:
         self.rejections: Counter[str] = Counter()
         self.counters: Counter[str] = Counter()
         self.detections: dict[int, Counter[str]] = {}
+        self.departed: list[DepartedPlayer] = []
+        """Players who left, in leaving order: their record as it stood when they left."""
         self.tick = 0
         self.time_s = 0.0
         self.tick_dt_s = config.tick_dt_s
@@ -672,6 +674,12 @@ class ServerCore:
 
     def _drop(self, session: ClientSession, reason: str) -> None:
         slot = session.slot
+        # Taken before the slot is released: the link figures and the sanction are the slot's.
+        # The detection counter stays shared, so detections delivered later (the detectors'
+        # flush at close) still count for the player who left, unless the slot is reused.
+        self.departed.append(
+            DepartedPlayer(self._player_record(session), self.detections.setdefault(slot, Counter()), self.time_s, reason)
+        )
         self.sessions.pop(session.address, None)
         self.by_slot.pop(slot, None)
         self.world.deactivate(slot)
@@ -1308,28 +1316,44 @@ class ServerCore:
             rtt[slot] = rtt_ms(slot) / 1000.0
         return rtt
 
+    def _player_record(self, session: ClientSession) -> dict[str, Any]:
+        """One connected player's record as :meth:`report` lists it (without ``connected``)."""
+        s = self.netstats.sample(session.slot, self.time_s)
+        sanction = None
+        if self.pipeline is not None and self.pipeline.policy is not None:
+            decision = self.pipeline.evaluate(self.pipeline.key_of(session.slot))
+            if decision is not None:
+                sanction = {"recommended": decision.recommended.name.lower(), "applied": decision.applied.name.lower(),
+                            "score": round(decision.score, 3), "needs_review": decision.needs_review}
+        return {
+            "slot": session.slot, "name": session.name,
+            "rtt_ms": round(s.rtt_ms, 1), "jitter_ms": round(s.jitter_ms, 1), "loss": round(s.loss, 4),
+            "shots": session.shots_fired, "hits": session.hits, "kills": session.kills, "deaths": session.deaths,
+            "commands": session.commands_applied,
+            "corrections": int(self.validator.desyncs[session.slot]),
+            "detections": dict(self.detections.get(session.slot, {})),
+            "sanction": sanction,
+        }
+
     def report(self) -> dict[str, Any]:
-        """What the server recorded: per player and for the server itself (plain JSON-able data)."""
+        """What the server recorded: per player and for the server itself (plain JSON-able data).
+
+        ``players`` lists everyone seen in the session: those still connected (by slot, with
+        ``connected`` true, ``left_s`` and ``left_reason`` null), then those who left, in leaving
+        order, with ``connected`` false, ``left_s`` (server time they left, s) and ``left_reason``
+        (``client``, ``timeout``...), their figures as they stood when they left and every
+        detection counted for them (including ones the detectors delivered after they left).
+        A player who left and came back appears once per stay."""
         players = []
         for session in sorted(self.by_slot.values(), key=lambda s: s.slot):
-            s = self.netstats.sample(session.slot, self.time_s)
-            sanction = None
-            if self.pipeline is not None and self.pipeline.policy is not None:
-                decision = self.pipeline.evaluate(self.pipeline.key_of(session.slot))
-                if decision is not None:
-                    sanction = {"recommended": decision.recommended.name.lower(), "applied": decision.applied.name.lower(),
-                                "score": round(decision.score, 3), "needs_review": decision.needs_review}
-            players.append(
-                {
-                    "slot": session.slot, "name": session.name,
-                    "rtt_ms": round(s.rtt_ms, 1), "jitter_ms": round(s.jitter_ms, 1), "loss": round(s.loss, 4),
-                    "shots": session.shots_fired, "hits": session.hits, "kills": session.kills, "deaths": session.deaths,
-                    "commands": session.commands_applied,
-                    "corrections": int(self.validator.desyncs[session.slot]),
-                    "detections": dict(self.detections.get(session.slot, {})),
-                    "sanction": sanction,
-                }
-            )
+            record = self._player_record(session)
+            record.update(connected=True, left_s=None, left_reason=None)
+            players.append(record)
+        for gone in self.departed:
+            record = dict(gone.record)
+            record.update(detections=dict(gone.detections), connected=False, left_s=round(gone.left_s, 3),
+                          left_reason=gone.reason)
+            players.append(record)
         return {
             "tick": self.tick,
             "time_s": self.time_s,
@@ -1357,8 +1381,19 @@ class ServerCore:
             self.recorder.close()
 
 
+@dataclass(slots=True)
+class DepartedPlayer:
+    """A player who left: ``record`` (their :meth:`ServerCore.report` entry when they left),
+    ``detections`` (their live detection counter), ``left_s`` (server time, s), ``reason``."""
+
+    record: dict[str, Any]
+    detections: Counter[str]
+    left_s: float
+    reason: str
+
+
 def _vec(v: np.ndarray) -> tuple[float, float, float]:
     return (float(v[0]), float(v[1]), float(v[2]))
 
 
-__all__ = ["Outgoing", "ServerCore"]
+__all__ = ["DepartedPlayer", "Outgoing", "ServerCore"]

@@ -216,12 +216,16 @@ def build_parser() -> argparse.ArgumentParser:
     match.add_argument("--tolerances", metavar="FILE", help="TOML of detector tolerance overrides")
     match.add_argument("--port", type=_port, default=0, help="server UDP port in UDP mode (default: any free one)")
     match.add_argument("--no-progress", action="store_true", help="no live progress line on stderr")
+    match.add_argument("--wide", action="store_true", help="the full results table (about 150 columns)")
 
     replay = sub.add_parser("replay", help="summarise a replay", description="Summarise a replay file; --detect re-runs the detectors.")
     replay.add_argument("file", help="the replay file")
     replay.add_argument("--detect", action="store_true", help="re-run the detector pipeline over the recorded events")
     replay.add_argument("--tolerances", metavar="FILE", help="TOML of detector tolerance overrides (with --detect)")
     replay.add_argument("--json", action="store_true", help="print the result as one JSON object on the last line")
+    replay.add_argument("--evidence", action="store_true",
+                        help="list every recorded detection: time, player, detector:kind, reason, value, evidence")
+    replay.add_argument("--player", metavar="NAME", help="with --evidence: only this player's detections")
 
     evaluate = sub.add_parser(
         "evaluate",
@@ -236,6 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--jobs", type=_count, help="matches played in parallel (default: one per CPU)")
     evaluate.add_argument("--json", action="store_true", help="print the report as one JSON object on the last line")
     evaluate.add_argument("--out", metavar="DIR", help="also store the matches as a lab corpus (referee lab report DIR)")
+    evaluate.add_argument("--wide", action="store_true", help="the full table (about 150 columns)")
 
     train_ad = sub.add_parser(
         "train-aimdetect",
@@ -414,7 +419,7 @@ def _cmd_match(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(result.to_json_line() + "\n")
     else:
         console = _console(out)
-        console.print(render_table(result))
+        console.print(render_table(result, wide=args.wide))
         console.print(summary_line(result))
         if result.replay:
             console.print(f"replay written to {result.replay}")
@@ -434,11 +439,13 @@ def _check_scenario_tolerances(scenario: Any) -> None:
 
 def _cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from server.recording import ReplayError
-    from testbed.replay_summary import detect, render_detect, render_summary, summarize
+    from testbed.replay_summary import detect, render_detect, render_evidence, render_summary, summarize
 
     overrides = _load_tolerances(args.tolerances)
     if args.tolerances and not args.detect:
         raise CliError("--tolerances needs --detect")
+    if args.player is not None and not args.evidence:
+        raise CliError("--player needs --evidence")
     try:
         summary = summarize(args.file)
         run = detect(args.file, overrides) if args.detect else None
@@ -446,16 +453,24 @@ def _cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise CliError(str(exc)) from exc
     except OSError as exc:
         raise CliError(f"{args.file}: {exc.strerror or exc}") from exc
+    evidence = summary.evidence(args.player) if args.evidence else None
+    if args.player is not None and args.player not in {n for p in summary.players for n in p.names}:
+        raise CliError(f"{args.file}: no player named {args.player!r}")
     if args.json:
         doc: dict[str, Any] = {"summary": summary.to_json()}
         if run is not None:
             doc["detect"] = run.to_json()
+        if evidence is not None:
+            doc["evidence"] = [d.to_json() for d in evidence]
         out.write(json.dumps(doc, separators=(",", ":"), default=str) + "\n")
         return EXIT_OK
     console = _console(out)
     console.print(render_summary(summary))
     if run is not None:
         console.print(render_detect(run))
+    if evidence is not None:
+        title = "detections (recorded)" + (f" of {args.player}" if args.player else "")
+        console.print(render_evidence(evidence, title))
     return EXIT_OK
 
 
@@ -499,7 +514,7 @@ def _cmd_evaluate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(json.dumps(report.to_json(), sort_keys=True) + "\n")
     else:
         console = _console(out)
-        console.print(render_evaluation(report))
+        console.print(render_evaluation(report, wide=args.wide))
         cheaters = report.cheaters
         blatant = [c for c in cheaters if c.blatant]
         console.print(f"flagged within {args.deadline:g} s: blatant cheaters {sum(c.flagged for c in blatant)}/{len(blatant)}, "
@@ -565,14 +580,16 @@ def _cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _server_table(report: dict[str, Any]) -> Table:
+    """The final table of ``serve``: everyone the server saw, those who left marked with when."""
     table = Table(title=f"server at tick {report.get('tick')} ({report.get('time_s', 0.0):.1f} s)", title_justify="left")
-    for col in ("slot", "name", "rtt ms", "loss", "shots", "hits", "kills", "deaths", "detections", "sanction"):
+    for col in ("slot", "name", "left", "rtt ms", "loss", "shots", "hits", "kills", "deaths", "detections", "sanction"):
         table.add_column(col)
     for p in report.get("players", []):
         detections = ", ".join(f"{k} x{v}" for k, v in sorted(p.get("detections", {}).items())) or "-"
         sanction = (p.get("sanction") or {}).get("recommended", "-") if p.get("detections") else "-"
+        left = "-" if p.get("left_s") is None else f"{p['left_s']:.1f} s ({p.get('left_reason') or '?'})"
         table.add_row(
-            str(p["slot"]), p["name"], f"{p['rtt_ms']:.0f}", f"{p['loss'] * 100:.1f}%", str(p["shots"]),
+            str(p["slot"]), p["name"], left, f"{p['rtt_ms']:.0f}", f"{p['loss'] * 100:.1f}%", str(p["shots"]),
             str(p["hits"]), str(p["kills"]), str(p["deaths"]), detections, str(sanction),
         )
     return table

@@ -23,7 +23,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rich import box
 from rich.table import Table
+from rich.text import Text
 
 
 from testbed.lab.spec import MatchJob
@@ -207,17 +209,60 @@ def builtin_cheat_scenarios(profiles: Any = None) -> list[Scenario]:
     return [builtin_scenario(n, profiles) for n in cheat_scenarios()]
 
 
-def render_evaluation(report: EvaluationReport) -> Table:
-    """One row per cheating bot, then one per flagged honest bot."""
-    table = Table(title=f"Detection within {report.deadline_s:g} s: ground truth against detections")
-    for col in ("scenario", "player", "profile", "kind", "flagged", "first (s)", "detectors", "sanction"):
-        table.add_column(col)
+def render_evaluation(report: EvaluationReport, wide: bool = False) -> Table:
+    """One row per cheating bot, then one per flagged honest bot.
+
+    The default layout fits a 100-column terminal: the scenario's ``cheat_`` prefix dropped
+    (the profile says the rest), blatant/subtle as ``B``/``S``, detectors summarised as the
+    first ``detector:kind`` and how many others; names and profiles are never wrapped. ``wide``
+    gives every column in full.
+    """
+    title = f"Detection within {report.deadline_s:g} s: ground truth against detections"
+    if wide:
+        table = Table(title=title)
+        for col in ("scenario", "player", "profile", "kind", "flagged", "first (s)", "detectors", "sanction"):
+            table.add_column(col)
+        for s in report.scenarios:
+            for c in s.cheaters:
+                table.add_row(s.scenario, c.name, c.profile, "blatant" if c.blatant else "subtle",
+                              "yes" if c.flagged else "NO",
+                              "-" if c.first_s is None else f"{c.first_s:.1f}", ", ".join(c.detectors) or "-", c.sanction)
+            for name, ping, loss, labels in s.false_positives:
+                table.add_row(s.scenario, name, "honest", f"{ping:g} ms, {loss:.0%} loss", "FALSE POSITIVE", "-",
+                              ", ".join(labels), "")
+        return table
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True,
+                  caption="B/S: blatant/subtle cheat; FP: honest bot flagged (link: ping ms/loss)")
+    rows: list[tuple[str, str, str, str, Text, str, str, str]] = []
     for s in report.scenarios:
+        scenario = s.scenario.removeprefix(CHEAT_PREFIX)
         for c in s.cheaters:
-            table.add_row(s.scenario, c.name, c.profile, "blatant" if c.blatant else "subtle",
-                          "yes" if c.flagged else "NO",
-                          "-" if c.first_s is None else f"{c.first_s:.1f}", ", ".join(c.detectors) or "-", c.sanction)
+            rows.append((scenario, c.name, c.profile, "B" if c.blatant else "S",
+                         Text("yes", style="green") if c.flagged else Text("NO", style="bold red"),
+                         "-" if c.first_s is None else f"{c.first_s:.1f}", _labels_brief(c.detectors),
+                         _SANCTION_SHORT.get(c.sanction, c.sanction)))
         for name, ping, loss, labels in s.false_positives:
-            table.add_row(s.scenario, name, "honest", f"{ping:g} ms, {loss:.0%} loss", "FALSE POSITIVE", "-",
-                          ", ".join(labels), "")
+            rows.append((scenario, name, "honest", f"{ping:g}/{loss:.0%}", Text("FP", style="bold red"), "-",
+                         _labels_brief(labels), ""))
+    for col, justify, fixed in (("scenario", "left", True), ("player", "left", True), ("profile", "left", True),
+                                ("kind", "left", True), ("flag", "left", True), ("1st s", "right", True),
+                                ("detectors", "left", False), ("sanction", "left", True)):
+        i = len(table.columns)
+        width = max((Text(r[i]).cell_len if isinstance(r[i], str) else r[i].cell_len for r in rows), default=0)
+        if fixed:
+            table.add_column(col, justify=justify, no_wrap=True, min_width=width)  # type: ignore[arg-type]
+        else:
+            table.add_column(col, justify=justify, ratio=1, overflow="fold")  # type: ignore[arg-type]
+    for row in rows:
+        table.add_row(*row)
     return table
+
+
+_SANCTION_SHORT = {"none": "-", "permanent_ban": "permban", "temp_ban": "tempban"}
+
+
+def _labels_brief(labels: Sequence[str]) -> str:
+    """The first ``detector:kind`` and how many others (``-`` for none)."""
+    if not labels:
+        return "-"
+    return labels[0] + (f" +{len(labels) - 1}" if len(labels) > 1 else "")

@@ -51,7 +51,7 @@ from server.transport import TransportConfig, UdpServer
 from testbed.bot_factory import BotFactory, DefaultBotFactory
 from testbed.bot_process import BotProcess, BotProcessError
 from testbed.link_proxy import LinkProxy, ProxyConfig
-from testbed.report import NO_SANCTION, MatchResult, PlayerResult, detection_counts
+from testbed.report import NO_SANCTION, DetectionRecord, MatchResult, PlayerResult, detection_counts
 from testbed.scenario import Scenario, ScenarioError, thaw
 from testbed.virtual import ClientEndpoint, VirtualNetwork, VirtualProgress
 from world.geometry import MapGeometry
@@ -107,12 +107,20 @@ ProgressCallback = Callable[[MatchProgress], None]
 
 
 class MatchBook:
-    """Follows the server's event bus: slot bindings, kills and detections by player name."""
+    """Follows the server's event bus: slot bindings, kills and detections by player name.
+
+    A detection about a slot whose player left (the detectors' flush at the end delivers late)
+    counts for that player as long as nobody else took the slot.
+    """
 
     def __init__(self, bus: EventBus) -> None:
         self.names: dict[int, str] = {}
         self.slots: dict[str, int] = {}
+        self.former: dict[int, str] = {}
+        """Slot -> the name of the player who last left it (until someone takes it)."""
         self.rows: dict[str, list[tuple[str, str, float]]] = {}
+        self.details: dict[str, list[DetectionRecord]] = {}
+        """Every detection by player name, in arrival order, with reason, value and evidence."""
         self.kills = 0
         self.detections = 0
         bus.subscribe(PlayerConnected, self._connected)
@@ -123,17 +131,21 @@ class MatchBook:
     def _connected(self, e: PlayerConnected) -> None:
         self.names[e.slot] = e.name
         self.slots[e.name] = e.slot
+        self.former.pop(e.slot, None)
 
     def _disconnected(self, e: PlayerDisconnected) -> None:
-        self.names.pop(e.slot, None)
+        name = self.names.pop(e.slot, None)
+        if name is not None:
+            self.former[e.slot] = name
 
     def _kill(self, _: KillEvent) -> None:
         self.kills += 1
 
     def _detection(self, d: Detection) -> None:
         self.detections += 1
-        name = self.names.get(d.player, f"slot:{d.player}")
+        name = self.names.get(d.player) or self.former.get(d.player) or f"slot:{d.player}"
         self.rows.setdefault(name, []).append((d.detector, d.kind, d.time_s))
+        self.details.setdefault(name, []).append(DetectionRecord.of(d))
 
 
 class ServerClock:
@@ -280,7 +292,11 @@ class MatchSetup:
         """Close the core and the replay; the result table's data."""
         self.core.close()
         report = self.core.report()
-        by_name = {p["name"]: p for p in report.get("players", [])}
+        # Everyone the server saw, those who left included; a player still connected at the end
+        # wins over an earlier stay under the same name, a later stay over an earlier one.
+        by_name: dict[str, dict[str, Any]] = {}
+        for rec in sorted(report.get("players", []), key=lambda r: (bool(r.get("connected", True)), r.get("left_s") or 0.0)):
+            by_name[rec["name"]] = rec
         players = []
         for spec in self.specs:
             rec = by_name.get(spec.name)
@@ -304,6 +320,8 @@ class MatchSetup:
                     detections=detection_counts(self.book.rows.get(spec.name, [])),
                     sanction=_sanction_name(sanction, bool(self.book.rows.get(spec.name))),
                     sanction_score=sanction.get("score"),
+                    left_s=None if rec is None or rec.get("connected", True) else rec.get("left_s"),
+                    detection_list=tuple(self.book.details.get(spec.name, ())),
                 )
             )
         server = {k: v for k, v in report.items() if k != "players"}

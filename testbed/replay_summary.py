@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from rich import box
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -29,9 +30,12 @@ from rich.text import Text
 from anticheat.suite import build_pipeline
 from anticheat.events import Detection, FireEvidence, KillEvent, MovementEvidence, SessionEvent, ShotResult
 from server.recording import ReplayReader
-from testbed.report import DetectionCount, detection_counts
+from testbed.report import DetectionCount, DetectionRecord, detection_counts
 
-__all__ = ["DetectRun", "PlayerCounts", "ReplaySummary", "detect", "merge_tolerances", "render_detect", "render_summary", "summarize"]
+__all__ = [
+    "DetectRun", "NamedDetection", "PlayerCounts", "ReplaySummary", "detect", "merge_tolerances", "render_detect",
+    "render_evidence", "render_summary", "summarize",
+]
 
 _HEADSHOT_BONES = frozenset({2, 3})
 """Head and neck (REFERENCES section 3), as IW4MAdmin counts headshots."""
@@ -84,12 +88,25 @@ class PlayerCounts:
 
 
 @dataclass(frozen=True, slots=True)
+class NamedDetection:
+    """A recorded detection and the name of the player it is about (``slot:<n>`` when unknown)."""
+
+    name: str
+    detection: DetectionRecord
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON-able form: ``player``, ``slot``, then the detection's fields."""
+        return {"player": self.name, "slot": self.detection.player, **self.detection.to_json()}
+
+
+@dataclass(frozen=True, slots=True)
 class ReplaySummary:
     """What a replay file holds.
 
     Attributes: path; header (as recorded); frames; events; first_s / last_s: times of the first
         and last frame (s, None when empty); last_tick; events_by_type; players (by slot);
-        truncated: the file ends on an incomplete or corrupt frame.
+        truncated: the file ends on an incomplete or corrupt frame. detections: every detection
+        recorded live, in order, with the name of the player in its slot at the time.
     """
 
     path: str
@@ -102,6 +119,11 @@ class ReplaySummary:
     events_by_type: Mapping[str, int]
     players: tuple[PlayerCounts, ...]
     truncated: bool
+    detections: tuple[NamedDetection, ...] = ()
+
+    def evidence(self, player: str | None = None) -> list[NamedDetection]:
+        """The recorded detections, of ``player`` (a name) only when given."""
+        return [d for d in self.detections if player is None or d.name == player]
 
     @property
     def duration_s(self) -> float:
@@ -144,6 +166,8 @@ def summarize(path: str | os.PathLike[str]) -> ReplaySummary:
     header = reader.header
     labels = _labels(header)
     players: dict[int, PlayerCounts] = {}
+    current: dict[int, str] = {}
+    found: list[NamedDetection] = []
 
     def player(slot: int) -> PlayerCounts:
         p = players.get(slot)
@@ -183,7 +207,11 @@ def summarize(path: str | os.PathLike[str]) -> ReplaySummary:
                 player(event.player).fire += 1
             elif isinstance(event, Detection):
                 player(event.player).detections[f"{event.detector}:{event.kind}"] += 1
+                # The slot keeps its last player's name after a disconnect: the detectors'
+                # flush at the end may still report about them.
+                found.append(NamedDetection(current.get(event.player, f"slot:{event.player}"), DetectionRecord.of(event)))
             elif isinstance(event, SessionEvent) and event.kind == "connect":
+                current[event.player] = event.name
                 p = player(event.player)
                 if event.name not in p.names:
                     p.names.append(event.name)
@@ -200,6 +228,7 @@ def summarize(path: str | os.PathLike[str]) -> ReplaySummary:
         events_by_type=dict(sorted(by_type.items())),
         players=tuple(players[s] for s in sorted(players)),
         truncated=reader.truncated,
+        detections=tuple(found),
     )
 
 
@@ -399,3 +428,30 @@ def render_detect(run: DetectRun) -> Group:
                 c.label, str(c.count), f"{c.first_s:.2f}",
             )
     return Group(line, table)
+
+
+def _fmt_value(value: Any) -> str:
+    if isinstance(value, float):
+        return "-" if not math.isfinite(value) else f"{value:.4g}"
+    return str(value)
+
+
+def render_evidence(rows: list[NamedDetection], title: str = "detections (recorded)") -> Table | Text:
+    """Each recorded detection: time, player, detector:kind, reason, value and its evidence
+    mapping (``key=value`` pairs, folded to the terminal's width)."""
+    if not rows:
+        return Text(f"{title}: none")
+    table = Table(title=f"{title}: {len(rows)}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  show_edge=False, collapse_padding=True)
+    table.add_column("time s", justify="right", no_wrap=True)
+    table.add_column("player", no_wrap=True)
+    table.add_column("detector:kind", no_wrap=True)
+    # A reason such as ``Movement-speed-1.47/1.02x3`` is one word: kept on one line.
+    table.add_column("reason", no_wrap=True)
+    table.add_column("value", justify="right", no_wrap=True)
+    table.add_column("evidence", overflow="fold")
+    for row in rows:
+        d = row.detection
+        evidence = ", ".join(f"{k}={_fmt_value(v)}" for k, v in d.evidence.items()) or "-"
+        table.add_row(f"{d.time_s:.2f}", row.name, d.label, d.reason or "-", _fmt_value(d.value), evidence)
+    return table

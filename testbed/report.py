@@ -8,7 +8,11 @@ fraction), ``rtt_ms`` and ``measured_loss`` (what the server measured, null when
 connected), ``shots``, ``hits``, ``kills``, ``deaths``, ``detections`` (a list of
 ``{"detector", "kind", "count", "first_s"}``, first_s in match seconds), ``first_detection_s``,
 ``sanction`` (the policy's recommended level: ``log``, ``monitor``, ``kick``, ``temp_ban``,
-``permanent_ban``; ``none`` without any evidence), ``sanction_score``, ``connected``.
+``permanent_ban``; ``none`` without any evidence), ``sanction_score``, ``connected``,
+``left_s`` (match time the player left, null when still connected at the end or never
+connected: a player who left still has its figures and detections), ``detection_list`` (every
+detection in order: ``{"time_s", "detector", "kind", "reason", "value", "severity",
+"evidence"}``).
 """
 
 from __future__ import annotations
@@ -20,10 +24,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rich import box
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["DetectionCount", "MatchResult", "PlayerResult", "render_table", "summary_line"]
+__all__ = ["DetectionCount", "DetectionRecord", "MatchResult", "PlayerResult", "render_table", "summary_line"]
 
 NO_SANCTION = "none"
 
@@ -51,6 +56,48 @@ class DetectionCount:
 
 
 @dataclass(frozen=True, slots=True)
+class DetectionRecord:
+    """One detection as the server reported it.
+
+    Attributes: time_s (match time, s), player (slot), detector, kind, reason (e.g.
+    ``Strain-1.39@136``), value (the measured value that crossed the threshold), severity
+    (0..1), evidence (the figures behind it).
+    """
+
+    time_s: float
+    player: int
+    detector: str
+    kind: str
+    reason: str
+    value: float
+    severity: float
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, d: Any) -> DetectionRecord:
+        """From an ``anticheat.events.Detection``."""
+        return cls(float(d.time_s), int(d.player), str(d.detector), str(d.kind), str(d.reason), float(d.value),
+                   float(d.severity), dict(d.evidence))
+
+    @property
+    def label(self) -> str:
+        """``detector:kind``."""
+        return f"{self.detector}:{self.kind}"
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON-able form (non-finite numbers become null)."""
+        return {
+            "time_s": round(self.time_s, 3),
+            "detector": self.detector,
+            "kind": self.kind,
+            "reason": self.reason,
+            "value": _plain(self.value),
+            "severity": _plain(self.severity),
+            "evidence": _plain(dict(self.evidence)),
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class PlayerResult:
     """One bot: its ground truth (from the scenario) and the server's record of it.
 
@@ -66,6 +113,8 @@ class PlayerResult:
         sanction_score: the policy's score (0..1) or None.
         cheat: ground truth from the bot's profile (``ProfileSpec.cheat``) when known (see
             :meth:`MatchResult.with_profiles`), None to look the label up (:attr:`honest`).
+        left_s: match time the player left (s), None when connected at the end (or never).
+        detection_list: every detection about the player, in order.
     """
 
     name: str
@@ -86,6 +135,8 @@ class PlayerResult:
     sanction: str = NO_SANCTION
     sanction_score: float | None = None
     cheat: bool | None = None
+    left_s: float | None = None
+    detection_list: tuple[DetectionRecord, ...] = ()
 
     @property
     def honest(self) -> bool:
@@ -137,6 +188,8 @@ class PlayerResult:
             "first_detection_s": None if first is None else round(first, 3),
             "sanction": self.sanction,
             "sanction_score": None if self.sanction_score is None else round(self.sanction_score, 3),
+            "left_s": None if self.left_s is None else round(self.left_s, 3),
+            "detection_list": [d.to_json() for d in self.detection_list],
         }
 
 
@@ -236,20 +289,58 @@ def _detections_text(p: PlayerResult, width: int = 3) -> str:
     return ", ".join(parts)
 
 
+def _detections_brief(p: PlayerResult) -> str:
+    """The compact layout's summary: total, the most frequent ``detector:kind``, how many other kinds."""
+    if not p.detections:
+        return "-"
+    top = min(p.detections, key=lambda d: (-d.count, d.first_s))
+    more = f" +{len(p.detections) - 1}" if len(p.detections) > 1 else ""
+    return f"{p.detection_total} {top.label}{more}"
+
+
+def _player_cell(p: PlayerResult, compact: bool) -> Text:
+    """The player's name, with whether it left (and when) or never connected."""
+    text = Text(p.name)
+    if not p.connected:
+        text.append(" (never conn.)" if compact else " (never connected)", style="dim")
+    elif p.left_s is not None:
+        text.append(f" (left {p.left_s:.0f}s)" if compact else f" (left at {p.left_s:.1f} s)", style="yellow")
+    return text
+
+
 _SANCTION_STYLE = {"none": "dim", "log": "", "monitor": "yellow", "kick": "bold yellow", "temp_ban": "bold red", "permanent_ban": "bold red"}
+_SANCTION_SHORT = {"none": "-", "monitor": "monitor", "kick": "kick", "temp_ban": "tempban", "permanent_ban": "permban"}
 
 
-def render_table(result: MatchResult) -> Table:
-    """Every player's ground truth against what the server recorded (a rich Table)."""
+def render_table(result: MatchResult, wide: bool = False) -> Table:
+    """Every player's ground truth against what the server recorded (a rich Table).
+
+    The default layout fits a 100-column terminal: link as ``ping/loss``, kills/deaths in one
+    column, detections summarised as ``total top-detector:kind +other-kinds``, player names
+    and profiles never wrapped. ``wide`` gives every column in full (about 150 columns).
+    """
     speed = result.speedup
     speed_text = f", {speed:.0f}x real time" if math.isfinite(speed) and result.mode == "virtual" else ""
-    table = Table(
-        title=(
-            f"{result.scenario} on {result.map}: {result.duration_s:.0f} s {result.mode} at "
-            f"{result.tick_rate_hz} Hz, seed {result.seed}{speed_text}"
-        ),
-        title_justify="left",
+    title = (
+        f"{result.scenario} on {result.map}: {result.duration_s:.0f} s {result.mode} at "
+        f"{result.tick_rate_hz} Hz, seed {result.seed}{speed_text}"
     )
+    c = result.confusion()
+    caption = (
+        f"cheaters flagged {c['true_positive']}/{c['true_positive'] + c['false_negative']}, "
+        f"honest flagged {c['false_positive']}/{c['false_positive'] + c['true_negative']}"
+    )
+    if wide:
+        table = _wide_table(result, title)
+    else:
+        table = _compact_table(result, title)
+        caption += "; link: ping ms/loss; detections: total, top kind, +other kinds"
+    table.caption = caption
+    return table
+
+
+def _wide_table(result: MatchResult, title: str) -> Table:
+    table = Table(title=title, title_justify="left")
     for header, justify in (
         ("player", "left"),
         ("profile (truth)", "left"),
@@ -271,7 +362,7 @@ def render_table(result: MatchResult) -> Table:
         wrong = p.flagged == p.honest
         first = p.first_detection_s
         table.add_row(
-            p.name if p.connected else f"{p.name} (never connected)",
+            _player_cell(p, compact=False),
             Text(p.profile, style=truth_style),
             f"{p.ping_ms:.0f}",
             f"{p.loss * 100:.1f}%",
@@ -284,11 +375,37 @@ def render_table(result: MatchResult) -> Table:
             "-" if first is None else f"{first:.1f}",
             Text(p.sanction, style=_SANCTION_STYLE.get(p.sanction, "")),
         )
-    c = result.confusion()
-    table.caption = (
-        f"cheaters flagged {c['true_positive']}/{c['true_positive'] + c['false_negative']}, "
-        f"honest flagged {c['false_positive']}/{c['false_positive'] + c['true_negative']}"
-    )
+    return table
+
+
+def _compact_table(result: MatchResult, title: str) -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
+    names = [_player_cell(p, compact=True) for p in result.players]
+    briefs = [_detections_brief(p) for p in result.players]
+    # Names, profiles and detector:kind labels are never split: only the detections column wraps,
+    # and only between its words.
+    longest_label = max((len(d.label) for p in result.players for d in p.detections), default=3)
+    table.add_column("player", no_wrap=True, min_width=max((t.cell_len for t in names), default=6))
+    table.add_column("profile", no_wrap=True, min_width=max((len(p.profile) for p in result.players), default=7))
+    table.add_column("link", justify="right", no_wrap=True)
+    table.add_column("hits/shots", justify="right", no_wrap=True)
+    table.add_column("K/D", justify="right", no_wrap=True)
+    table.add_column("detections", ratio=1, min_width=longest_label)
+    table.add_column("1st s", justify="right", no_wrap=True)
+    table.add_column("sanction", no_wrap=True)
+    for p, name, brief in zip(result.players, names, briefs):
+        wrong = p.flagged == p.honest
+        first = p.first_detection_s
+        table.add_row(
+            name,
+            Text(p.profile, style="green" if p.honest else "magenta"),
+            f"{p.ping_ms:.0f}/{p.loss * 100:.0f}%",
+            f"{p.hits}/{p.shots}",
+            f"{p.kills}/{p.deaths}",
+            Text(brief, style="bold red" if wrong else ""),
+            "-" if first is None else f"{first:.1f}",
+            Text(_SANCTION_SHORT.get(p.sanction, p.sanction), style=_SANCTION_STYLE.get(p.sanction, "")),
+        )
     return table
 
 

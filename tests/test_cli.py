@@ -475,3 +475,32 @@ def test_compile_notice_only_when_the_kernel_cache_is_cold(tmp_path: Path, monke
     for argv in (["match", str(bad)], ["serve", "--map", str(tmp_path / "missing.json")]):
         code, _, err = run_cli(*argv)
         assert code == 1 and COMPILING_NOTICE not in err
+
+
+def test_replay_evidence_lists_each_recorded_detection(tmp_path: Path) -> None:
+    path = tmp_path / "e.replay"
+    live = write_synthetic_replay(path)
+    assert live
+    code, out, _ = run_cli("replay", str(path), "--json", "--evidence")
+    assert code == 0
+    doc = json.loads(out.strip().splitlines()[-1])
+    rows = doc["evidence"]
+    assert len(rows) == len(live)
+    for row, d in zip(rows, live):
+        assert row["player"] == "cheater" and row["slot"] == d.player
+        assert (row["detector"], row["kind"], row["reason"]) == (d.detector, d.kind, d.reason)
+        assert row["time_s"] == round(d.time_s, 3) and row["value"] == pytest.approx(d.value)
+        assert row["evidence"] == pytest.approx(dict(d.evidence))
+    code, out, _ = run_cli("replay", str(path), "--json", "--evidence", "--player", "honest-1")
+    assert code == 0 and json.loads(out.strip().splitlines()[-1])["evidence"] == []
+    code, out, _ = run_cli("replay", str(path), "--json")
+    assert "evidence" not in json.loads(out.strip().splitlines()[-1])  # only when asked
+    code, out, _ = run_cli("replay", str(path), "--evidence", "--player", "cheater")
+    assert code == 0
+    first = live[0]
+    row = next(line for line in out.splitlines() if first.reason in line)
+    assert "cheater" in row and f"{first.detector}:{first.kind}" in row and "interval_s=" in row
+    code, _, err = run_cli("replay", str(path), "--evidence", "--player", "nobody")
+    assert code != 0 and "nobody" in err
+    code, _, err = run_cli("replay", str(path), "--player", "cheater")
+    assert code != 0 and "--evidence" in err
