@@ -504,6 +504,7 @@ class ServerCore:
         self._tick_events: list[Any] = []
         self._session_events: list[SessionEvent] = []
         self._out: Outgoing = []
+        self._kicks: dict[int, str] = {}
         # Load (or compile) the kernels now, not in the middle of the first tick that needs them.
         self.weapons.sync_to(self.world)
         self._aim_kernels(np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0, bool), np.zeros((2, 2, 0)), 0,
@@ -724,6 +725,7 @@ class ServerCore:
         self._out = []
         clock = time.perf_counter
         stats = self.tick_stats
+        self._apply_kicks()
         self._expire_clients(now_s)
         self._respawn_due(now_s)
         t0 = clock()
@@ -749,6 +751,34 @@ class ServerCore:
         stats.add_phases(t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5)
         stats.add(t6 - started, time.thread_time() - cpu_started)
         return self._out
+
+    def kick(self, slot: int, reason: str = "kicked") -> bool:
+        """Disconnect the player in ``slot`` at the start of the next tick (SERVER_DISCONNECT
+        KICKED is sent); ``reason`` is the departure reason reports show. False when the slot is
+        not connected. Safe to call between ticks from another task of the same event loop."""
+        if slot not in self.by_slot:
+            return False
+        self._kicks[slot] = reason
+        return True
+
+    def _apply_kicks(self) -> None:
+        kicks, self._kicks = self._kicks, {}
+        for slot, reason in kicks.items():
+            session = self.by_slot.get(slot)
+            if session is not None:
+                self._send(session, proto.ServerDisconnect(proto.DisconnectCode.KICKED))
+                self._drop(session, reason)
+
+    def live_players(self) -> list[dict[str, Any]]:
+        """The connected players now, by slot: each one's :meth:`report` record plus
+        ``connected_s`` (server time of connecting, s) and ``address`` ("host:port")."""
+        players = []
+        for session in sorted(self.by_slot.values(), key=lambda s: s.slot):
+            record = self._player_record(session)
+            record.update(connected_s=round(session.connected_s, 3),
+                          address=f"{session.address[0]}:{session.address[1]}")
+            players.append(record)
+        return players
 
     def _expire_clients(self, now_s: float) -> None:
         for session in list(self.sessions.values()):

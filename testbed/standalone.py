@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from anticheat.judgement.operator import Operator
 from anticheat.suite import build_pipeline
 from server.config import ServerConfig
 from server.core import ServerCore
@@ -83,6 +84,7 @@ async def serve(
     config = ServerConfig(tick_rate_hz=tick_rate_hz)
     clock = ServerClock()
     pipeline = build_pipeline(tolerances, clock=clock)
+    operator = Operator(pipeline)
     bus = EventBus()
     book = MatchBook(bus)
     recorder = None
