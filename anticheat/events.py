@@ -47,6 +47,11 @@ class AimSample:
         stance: 0 standing / 1 crouching; on_ground; speed_m_s: horizontal speed after the move.
         target: nearest visible enemy by angle (slot) or None; target_angle_deg: angle between the
             view and that enemy's chest (deg); target_distance_m.
+        hidden_target: the nearest enemy by angle among those the server sent this player but
+            that are not in its line of sight (sent because they are about to appear; slot), or
+            None; hidden_angle_deg: angle between the view and that enemy's chest (deg, 180
+            without one: a number, not NaN, so samples compare equal after a replay round trip).
+            Both default to "none" so events recorded before they existed still decode.
     """
 
     player: int
@@ -68,6 +73,8 @@ class AimSample:
     target: int | None
     target_angle_deg: float
     target_distance_m: float
+    hidden_target: int | None = None
+    hidden_angle_deg: float = 180.0
 
 
 @dataclass(frozen=True, slots=True)

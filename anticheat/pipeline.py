@@ -14,10 +14,12 @@ Order for one event:
    a dict from event type to the bound hooks of the detectors that override that hook, so the hot
    path is a dict lookup and a loop over bound methods (no per-event allocation unless a detector
    finds something).
-3. Each detection gets an evidence id and goes to the subscribers, the sanction policy (under the
-   player's stable key) and the store; then the policy re-evaluates each player concerned and the
-   decision goes to the decision subscribers (and to the store when the recommended level changed),
-   throttled per player by ``decision_interval_s`` unless the level changed.
+3. Each detection gets an evidence id (from blocks the store reserves, unique across the servers
+   sharing its database; counted in memory without a store) and goes to the subscribers, the
+   sanction policy (under the player's stable key) and the store; then the policy re-evaluates
+   each player concerned and the decision goes to the decision subscribers (and to the store when
+   the recommended level changed), throttled per player by ``decision_interval_s`` unless the
+   level changed.
 
 Players: detections carry the reusable slot; evidence is kept per stable player key, bound with
 ``bind(slot, key)`` when a player connects. An unbound slot is keyed ``"slot:<n>"`` (fine for
@@ -49,16 +51,21 @@ from anticheat.events import (
     ShotResult,
     SpawnEvent,
 )
+from anticheat.judgement.ids import IdCounter, IdSource
 from anticheat.judgement.sanctions import Evidence, SanctionDecision, SanctionLevel, SanctionPolicy
 from anticheat.skip import SkipBook
 from anticheat.judgement.store import DetectionStore
 
-__all__ = ["ALL_DETECTORS", "DetectionPipeline", "PipelineStats", "slot_key"]
+__all__ = ["ALL_DETECTORS", "DETECTION_ID_BLOCK", "DetectionPipeline", "PipelineStats", "slot_key"]
 
 log = logging.getLogger(__name__)
 
 ALL_DETECTORS = "*"
 """Detector name meaning every detector, for ``set_enabled``."""
+
+DETECTION_ID_BLOCK = 256
+"""Evidence ids reserved from the store at a time: the inline path pays one database round trip
+per this many detections."""
 
 DetectionCallback = Callable[[Detection], None]
 DecisionCallback = Callable[[SanctionDecision], None]
@@ -164,10 +171,13 @@ class DetectionPipeline:
         self._keys: dict[int, str] = {}
         self._subscribers: list[DetectionCallback] = []
         self._decision_subscribers: list[DecisionCallback] = []
+        self._session_subscribers: list[Callable[[SessionEvent], None]] = []
         self._last_level: dict[str, SanctionLevel] = {}
         self._last_decided: dict[str, float] = {}
         self._decision_interval_s = decision_interval_s
-        self._next_id = (store.max_detection_id() + 1) if store is not None else 1
+        # Evidence ids: with a store, from blocks it reserves (unique across the servers sharing
+        # its database; one round trip per block); without one, counted in memory.
+        self._ids: IdSource = store.ids("detection", DETECTION_ID_BLOCK) if store is not None else IdCounter()
         self._event_counts: dict[type, int] = dict.fromkeys([*self._routes, SessionEvent], 0)
         self._unknown = 0
         self._detection_counts: dict[tuple[str, str], int] = {}
@@ -256,12 +266,12 @@ class DetectionPipeline:
         policy = self.policy
         store = self.store
         counts = self._detection_counts
+        take_id = self._ids.take
         touched: list[str] = []
         for detection in found:
             key = (detection.detector, detection.kind)
             counts[key] = counts.get(key, 0) + 1
-            evidence_id = self._next_id
-            self._next_id += 1
+            evidence_id = take_id()
             player_key = self._keys.get(detection.player) or slot_key(detection.player)
             for callback in self._subscribers:
                 self._call(callback, detection)
@@ -314,6 +324,13 @@ class DetectionPipeline:
         self._decision_subscribers.append(callback)
         return lambda: self._remove(self._decision_subscribers, callback)
 
+    def subscribe_sessions(self, callback: Callable[[SessionEvent], None]) -> Callable[[], None]:
+        """Call ``callback(event)`` when a slot changes hands, while the slot belongs to the player
+        concerned: after a connect reset and bound it (the place to load lifetime profiles), before
+        a disconnect resets it (the place to save them). Returns a function that unsubscribes."""
+        self._session_subscribers.append(callback)
+        return lambda: self._remove(self._session_subscribers, callback)
+
     @staticmethod
     def _remove(callbacks: list[Any], callback: object) -> None:
         if callback in callbacks:
@@ -337,8 +354,14 @@ class DetectionPipeline:
         if event.kind == "connect":
             self.reset_player(event.player)
             self.bind(event.player, event.name)
+            self._notify_session(event)
         elif event.kind == "disconnect":
+            self._notify_session(event)
             self.unbind(event.player)
+
+    def _notify_session(self, event: SessionEvent) -> None:
+        for callback in self._session_subscribers:
+            self._call(callback, event)
 
     def bind(self, slot: int, player_key: str) -> None:
         """``slot`` now belongs to the player with the stable ``player_key``."""

@@ -13,6 +13,10 @@ The core's own ``tick_stats`` time only ``ServerCore.step`` (bots run in the sam
 outside it), in wall time (the goal's figure) and in the server thread's CPU time (what the
 host's other work cannot inflate, though cold caches after the bots' turn still can). The same-run baseline is the tick of an empty server on the same map: the ratio
 shows what the players cost on this machine, whatever its speed today.
+
+``--admin`` measures instead what the admin page costs the tick: the server in real time with
+and without ``server.admin`` (the page's API polled once a second), both arms in one run, the
+ratio printed (``bench._admin_arm``).
 """
 
 from __future__ import annotations
@@ -102,7 +106,7 @@ def _empty_tick_s(map_name: str, rate: int, ticks: int = 400) -> float:
 
 def main(argv: list[str]) -> dict[str, Any]:
     parser = argparse.ArgumentParser(prog="python -m bench tick")
-    parser.add_argument("--bots", type=int, default=64)
+    parser.add_argument("--bots", type=int, help="bots (default: 64; 16 with --admin, which plays in real time)")
     parser.add_argument("--duration", type=float, default=3.0, help="simulated seconds per rate")
     parser.add_argument("--map", default="city")
     parser.add_argument("--rates", default="64,128")
@@ -111,7 +115,17 @@ def main(argv: list[str]) -> dict[str, Any]:
                         help="also time a second server fed the same datagrams, alone in the process")
     parser.add_argument("--repeat", type=int, default=3,
                         help="with --alone: lone replays; each tick's shortest time is kept")
+    parser.add_argument("--admin", action="store_true",
+                        help="tick p99 with the admin page polled once a second against no admin (real time, UDP)")
+    parser.add_argument("--admin-duration", type=float, default=20.0, help="with --admin: seconds per arm and round")
+    parser.add_argument("--admin-rounds", type=int, default=2, help="with --admin: rounds of the two arms, alternated")
     args = parser.parse_args(argv)
+    if args.admin:
+        from bench._admin_arm import admin_arms
+
+        rate = int(args.rates.split(",")[0])
+        return admin_arms(args.bots or 16, rate, args.admin_duration, max(1, args.admin_rounds), args.map, args.seed)
+    args.bots = args.bots or 64
     repeat = max(1, args.repeat)
     out: dict[str, Any] = {"bots": args.bots, "map": args.map, "duration_s": args.duration}
     for rate in (int(r) for r in args.rates.split(",")):

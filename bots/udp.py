@@ -18,18 +18,35 @@ the caller's own policy) for ~8x cheaper receives (REFERENCES section 9).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
+import os
 import socket
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import asyncio_dgram
 from asyncio_dgram.aio import DatagramClient
 
+import server.protocol as proto
 from bots.client import BotClient, ClientStats, ConnState
+from world.mapfile import GameMap, builtin_map, builtin_map_names
 
-__all__ = ["ConnectError", "NoAnswer", "UnresolvedHost", "resolve_address", "run_bots", "run_bots_sync"]
+__all__ = [
+    "ConnectError",
+    "MapMismatch",
+    "NoAnswer",
+    "Refused",
+    "ServerInfo",
+    "UnresolvedHost",
+    "probe_server",
+    "resolve_address",
+    "run_bots",
+    "run_bots_sync",
+    "server_map",
+]
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +75,14 @@ class NoAnswer(ConnectError):
         )
         self.address = address
         self.waited_s = waited_s
+
+
+class Refused(ConnectError):
+    """The server answered the handshake with REJECT (full, banned...)."""
+
+
+class MapMismatch(ConnectError):
+    """The server runs another map than the one the bots were given, or one they do not have."""
 
 
 _UNANSWERED = (ConnState.IDLE, ConnState.CONNECTING, ConnState.FAILED)
@@ -331,3 +356,79 @@ def run_bots_sync(
             factory = uvloop.new_event_loop
     with asyncio.Runner(loop_factory=factory) as runner:
         return runner.run(run_bots(server_addr, bots, duration_s, bind_host=bind_host, connect_timeout_s=connect_timeout_s))
+
+
+@dataclass(frozen=True, slots=True)
+class ServerInfo:
+    """What a server's ACCEPT tells before playing: ``map_name``, ``tick_rate_hz``."""
+
+    map_name: str
+    tick_rate_hz: int
+
+
+async def probe_server(
+    server_addr: Address, *, name: str = "probe", timeout_s: float = 5.0, retry_s: float = 1.0
+) -> ServerInfo:
+    """Handshake once with ``server_addr`` to read its ACCEPT (the map it runs), then leave
+    (DISCONNECT). The protocol has no session-less query, so the server sees a short session
+    named ``name``. CONNECT / CHALLENGE_RESPONSE are resent every ``retry_s`` seconds.
+
+    Raises:
+        UnresolvedHost: the host does not resolve.
+        NoAnswer: no ACCEPT or REJECT within ``timeout_s`` seconds.
+        Refused: the server answered REJECT.
+    """
+    server_addr = await resolve_address(server_addr)
+    loop = asyncio.get_running_loop()
+    nonce = os.urandom(16)
+    request = proto.encode(proto.Connect(nonce=nonce, name=name))
+    t0 = loop.time()
+    stream = await asyncio_dgram.connect(server_addr)
+    try:
+        while loop.time() - t0 < timeout_s:
+            with contextlib.suppress(OSError):  # an ICMP error from a server not up (yet)
+                await stream.send(request)
+            wait_until = min(loop.time() + retry_s, t0 + timeout_s)
+            while (left := wait_until - loop.time()) > 0:
+                try:
+                    data, _ = await asyncio.wait_for(stream.recv(), left)
+                    msg = proto.decode_server(data)
+                except (TimeoutError, OSError, proto.ProtocolError):
+                    continue
+                if isinstance(msg, proto.Challenge):
+                    request = proto.encode(proto.ChallengeResponse(cookie=msg.cookie, nonce=nonce, name=name))
+                    break  # send it now
+                if isinstance(msg, proto.Reject):
+                    reason = proto.RefuseCode(msg.code).name.lower().replace("_", " ")
+                    raise Refused(f"{server_addr[0]}:{server_addr[1]} refused the connection ({reason})")
+                if isinstance(msg, proto.Accept):
+                    with contextlib.suppress(OSError):
+                        await stream.send(proto.encode(proto.Disconnect(token=msg.token, packet_seq=1)))
+                    return ServerInfo(map_name=msg.map_name, tick_rate_hz=msg.tick_rate_hz)
+    finally:
+        stream.close()
+    raise NoAnswer(server_addr, loop.time() - t0)
+
+
+def server_map(server_map_name: str, requested: GameMap | None) -> GameMap:
+    """The map the bots play against a server running ``server_map_name``.
+
+    Without a ``requested`` map the bots take the server's built-in map. A requested map (a
+    built-in one or a file) must carry the server's map name; ACCEPT names the map but carries
+    no digest of it, so a file of the same name with other walls cannot be told apart.
+
+    Raises:
+        MapMismatch: the requested map has another name, or none was given and the server's map
+            is not built in (one line, for the user).
+    """
+    if requested is None:
+        if server_map_name in builtin_map_names():
+            return builtin_map(server_map_name)
+        raise MapMismatch(f"the server runs map {server_map_name!r}, which is not built in "
+                          f"({', '.join(builtin_map_names())}): pass its map file with --map FILE")
+    if requested.name == server_map_name:
+        return requested
+    hint = ("leave out --map to play it" if server_map_name in builtin_map_names()
+            else f"pass the file of map {server_map_name!r} with --map")
+    raise MapMismatch(f"the server runs map {server_map_name!r}, not {requested.name!r} "
+                      f"(from {requested.source}): {hint}")

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from server.protocol import COOKIE_BYTES, NONCE_BYTES, TOKEN_BYTES
+from server.rate_limit import SourceRateLimiter
 
 Address = tuple[str, int]
 """(host, port) of a UDP peer; IPv6 flow info and scope id are ignored."""
@@ -51,15 +52,21 @@ class HandshakeConfig:
         token_lifetime_s: a session token expires this long after ACCEPT (s); 4 h, longer than
             any match, so expiry ends forgotten sessions rather than live ones.
         salt_bytes: length of the per-session salt (bytes).
+        refusals_per_s: REJECT replies per second to one source address, sustained; 2/s tells
+            a client retrying once a second why it fails, while a spoofed flood aimed at one
+            victim gets at most this many 4-byte datagrams a second.
+        refusal_burst: REJECT replies one source may get at once (packets).
     """
 
     cookie_lifetime_s: float = 10.0
     cookie_future_tolerance_s: float = 0.0
     token_lifetime_s: float = 4 * 3600.0
     salt_bytes: int = 16
+    refusals_per_s: float = 2.0
+    refusal_burst: float = 4.0
 
     def __post_init__(self) -> None:
-        for name in ("cookie_lifetime_s", "token_lifetime_s"):
+        for name in ("cookie_lifetime_s", "token_lifetime_s", "refusals_per_s"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0.0):
                 raise ValueError(f"HandshakeConfig.{name} must be positive and finite, got {value!r}")
@@ -68,6 +75,8 @@ class HandshakeConfig:
         if not 8 <= self.salt_bytes <= 64:
             # Above 64 bytes (the HMAC's block) a salt adds nothing but the cost of drawing it.
             raise ValueError(f"HandshakeConfig.salt_bytes must be in [8, 64], got {self.salt_bytes}")
+        if not (math.isfinite(self.refusal_burst) and self.refusal_burst >= 1.0):
+            raise ValueError(f"HandshakeConfig.refusal_burst must be >= 1 and finite, got {self.refusal_burst!r}")
 
 
 class CookieStatus(str, Enum):
@@ -116,7 +125,8 @@ def _address_bytes(address: Address) -> bytes:
 
 
 class Handshake:
-    """Issues and checks cookies and tokens; holds no per-client state.
+    """Issues and checks cookies and tokens; holds no per-client state (only the bounded,
+    self-pruning table of how many refusals each source was sent lately).
 
     Args:
         secret: HMAC key (>= 32 bytes), e.g. ``os.urandom(32)`` at server start.
@@ -138,6 +148,12 @@ class Handshake:
         self._clock = clock
         self._random_bytes = random_bytes
         self.config = config or HandshakeConfig()
+        self._refusals = SourceRateLimiter(self.config.refusals_per_s, self.config.refusal_burst)
+
+    def may_refuse(self, address: Address, now_s: float) -> bool:
+        """True when a refusal (REJECT) may go to ``address`` at ``now_s`` (s), within the
+        per-source reply rate; each True spends one reply of that source's allowance."""
+        return self._refusals.allow(address, now_s)
 
     # -- cookies -------------------------------------------------------------------------------
 

@@ -85,7 +85,7 @@ class ClientNetStats:
     __slots__ = (
         "config", "srtt_s", "rtt_samples", "jitter_s", "packets", "last_packet_s",
         "_prev_transit_s", "_received", "_received_count", "_newest_seq", "_first_seq",
-        "_sent_tick", "_sent_time_s", "_last_acked_tick",
+        "_sent_tick", "_sent_time_s", "_last_acked_tick", "_newest_sent_tick",
     )
 
     def __init__(self, config: NetStatsConfig, now_s: float) -> None:
@@ -103,6 +103,7 @@ class ClientNetStats:
         self._sent_tick = [-1] * config.snapshot_history
         self._sent_time_s = [0.0] * config.snapshot_history
         self._last_acked_tick = -1
+        self._newest_sent_tick = -1
 
     # -- arrivals ------------------------------------------------------------------------------
 
@@ -173,11 +174,13 @@ class ClientNetStats:
         if self._sent_tick[idx] != tick:
             self._sent_tick[idx] = tick
             self._sent_time_s[idx] = now_s
+            self._newest_sent_tick = max(self._newest_sent_tick, tick)
 
     def on_ack(self, tick: int | None, now_s: float) -> None:
         """An INPUT acked ``tick`` (the newest snapshot the client has); the first ack of a tick
-        gives an RTT sample, repeats of it do not."""
-        if tick is None or tick <= self._last_acked_tick:
+        gives an RTT sample, repeats of it do not. A tick newer than every snapshot sent is
+        ignored: taken, it would end sampling until the ticks caught up with it."""
+        if tick is None or tick <= self._last_acked_tick or tick > self._newest_sent_tick:
             return
         self._last_acked_tick = tick
         idx = tick % self.config.snapshot_history

@@ -107,3 +107,63 @@ class ClientRateLimiter:
         packets.tokens -= 1.0
         data.tokens -= size_bytes
         return _OK
+
+
+class SourceRateLimiter:
+    """One packet bucket per source address, for the transport to drop a flood before decoding.
+
+    The core's :class:`ClientRateLimiter` works on authenticated sessions, after a datagram is
+    decoded; this one runs on every datagram read, so it is a dict lookup and a few float
+    operations. Its rate and burst should be a multiple (>= 1) of the core's per-client ones, so
+    it only cuts what the core would refuse anyway. Buckets idle long enough to be full again are
+    forgotten when the table is full (at most once a second); beyond ``max_sources`` tracked
+    sources a new source passes unlimited (the core's per-tick budget still bounds the work),
+    so memory stays bounded under a flood from many addresses.
+    """
+
+    __slots__ = ("rate", "burst", "max_sources", "_buckets", "_idle_s", "_pruned_s")
+
+    def __init__(self, packets_per_s: float, burst: float, max_sources: int = 16_384) -> None:
+        """``packets_per_s``: sustained packets per second per source; ``burst``: bucket depth
+        (packets); ``max_sources``: addresses tracked at most."""
+        if not (math.isfinite(packets_per_s) and packets_per_s > 0.0 and math.isfinite(burst) and burst >= 1.0):
+            raise ValueError(f"need a positive finite rate and a burst >= 1, got {packets_per_s!r}, {burst!r}")
+        if max_sources < 1:
+            raise ValueError(f"max_sources must be >= 1, got {max_sources!r}")
+        self.rate = float(packets_per_s)
+        self.burst = float(burst)
+        self.max_sources = max_sources
+        self._buckets: dict[object, list[float]] = {}
+        self._idle_s = self.burst / self.rate
+        self._pruned_s = -math.inf
+
+    def __len__(self) -> int:
+        return len(self._buckets)
+
+    def allow(self, source: object, now_s: float) -> bool:
+        """Account one datagram from ``source`` (any hashable address) at ``now_s`` (s); False
+        when the source is over its rate (nothing is spent then)."""
+        bucket = self._buckets.get(source)
+        if bucket is None:
+            if len(self._buckets) >= self.max_sources and not self._prune(now_s):
+                return True
+            self._buckets[source] = [self.burst - 1.0, now_s]
+            return True
+        elapsed = now_s - bucket[1]
+        if elapsed > 0.0:
+            tokens = bucket[0] + elapsed * self.rate
+            bucket[0] = tokens if tokens < self.burst else self.burst
+            bucket[1] = now_s
+        if bucket[0] < 1.0:
+            return False
+        bucket[0] -= 1.0
+        return True
+
+    def _prune(self, now_s: float) -> bool:
+        """Forget the sources whose bucket is full again; True if there is room afterwards."""
+        if now_s - self._pruned_s >= 1.0:
+            self._pruned_s = now_s
+            idle_before = now_s - self._idle_s
+            for source in [s for s, b in self._buckets.items() if b[1] <= idle_before]:
+                del self._buckets[source]
+        return len(self._buckets) < self.max_sources

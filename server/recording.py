@@ -8,8 +8,12 @@ Layout (all integers little-endian)::
 
 The first frame's payload is the header map (format version, config, map, seed, ground-truth
 labels). Every later frame is ``[tick, time_s, [event, ...]]`` with events encoded by
-:mod:`anticheat.codec`. A file cut off by a crash reads back up to its last complete frame: a short
-or corrupt tail frame ends the stream and is reported, never raised.
+:mod:`anticheat.codec`, and from format version 2 the last one is the end record
+``{"end": {"tick", "time_s", "reason", "frames", "events"}}``, written by :meth:`ReplayWriter.close`.
+A file cut off by a crash reads back up to its last complete frame: a short or corrupt tail frame
+ends the stream and is reported, never raised; a version 2 file without its end record is *cut*
+(the server stopped without closing it), even when every frame in it is whole. Version 1 files
+(no end record) stay readable; whether they were cut cannot be told.
 """
 
 from __future__ import annotations
@@ -29,7 +33,9 @@ from anticheat.codec import CodecError, decode_event, encode_event
 log = logging.getLogger(__name__)
 
 MAGIC = b"REFEREE\x00REPLAY\x01\x00\x00"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""Written by this code. 2 added the end record; 1 is still read."""
+READABLE_VERSIONS = (1, 2)
 _FRAME = struct.Struct("<II")
 MAX_FRAME_BYTES = 64 * 1024 * 1024
 """A frame longer than this is treated as corruption (no tick holds 64 MiB of events)."""
@@ -56,6 +62,8 @@ class ReplayWriter:
         self._last_flush_s: float | None = None
         self.frames = 0
         self.events = 0
+        self._last_tick = 0
+        self._last_time_s = 0.0
         self._write_frame(dict(header, format_version=FORMAT_VERSION))
         self.flush()
 
@@ -66,6 +74,8 @@ class ReplayWriter:
 
     def write_tick(self, tick: int, time_s: float, events: Sequence[Any]) -> None:
         """Append the events of one tick (skipped when there are none). ``time_s`` is server time (s)."""
+        self._last_tick = tick
+        self._last_time_s = time_s
         if events:
             self._write_frame([tick, time_s, [encode_event(e) for e in events]])
             self.frames += 1
@@ -83,9 +93,12 @@ class ReplayWriter:
             self._buffer.clear()
         self._file.flush()
 
-    def close(self) -> None:
-        """Flush and close the file."""
+    def close(self, reason: str = "closed") -> None:
+        """Write the end record (the last tick and server time seen, ``reason``), flush and close."""
         if not self._file.closed:
+            end = {"tick": self._last_tick, "time_s": self._last_time_s, "reason": reason,
+                   "frames": self.frames, "events": self.events}
+            self._write_frame({"end": end})
             self.flush()
             self._file.close()
 
@@ -119,7 +132,9 @@ class ReplayReader:
     """Reads a replay file written by :class:`ReplayWriter`.
 
     ``header`` is available after construction; iterate :meth:`frames` or :meth:`events`.
-    ``truncated`` becomes True when the stream ended on an incomplete or corrupt frame.
+    ``truncated`` becomes True when the stream ended on an incomplete or corrupt frame. Once the
+    frames were read, ``end`` holds the end record (None when there is none) and ``cut`` says
+    whether the writer never closed the file (a crash, a kill): see :attr:`cut`.
     """
 
     def __init__(self, path: str | Path, data: bytes | None = None) -> None:
@@ -133,9 +148,11 @@ class ReplayReader:
         first = self._next_payload()
         if first is None or not isinstance(first, dict):
             raise ReplayError(f"{self.path}: missing or unreadable header")
-        if first.get("format_version") != FORMAT_VERSION:
+        if first.get("format_version") not in READABLE_VERSIONS:
             raise ReplayError(f"{self.path}: unsupported format version {first.get('format_version')!r}")
         self.header: dict[str, Any] = first
+        self.version = int(first["format_version"])
+        self.end: dict[str, Any] | None = None
         self._body_offset = self._offset
 
     def _next_payload(self) -> Any | None:
@@ -167,11 +184,28 @@ class ReplayReader:
         log.warning("%s: replay ends at byte %d (%s)", self.path, self._offset, why)
         self._offset = len(self._data)
 
+    @property
+    def cut(self) -> bool | None:
+        """After reading the frames: True when the file lacks its end record or ends on a broken
+        frame (the server stopped without closing it), False when it was closed; None for a
+        version 1 file that ends cleanly (that version had no end record)."""
+        if self.truncated:
+            return True
+        if self.version < 2:
+            return None
+        return self.end is None
+
     def frames(self) -> Iterator[ReplayFrame]:
         """Every complete tick frame, in order (restartable)."""
         self._offset = self._body_offset
         self.truncated = False
+        self.end = None
         while (payload := self._next_payload()) is not None:
+            if isinstance(payload, dict) and self.version >= 2 and isinstance(payload.get("end"), dict):
+                self.end = payload["end"]
+                if self._offset < len(self._data):
+                    self._mark_truncated("data after the end record")
+                return
             try:
                 frame = _frame(payload)
             except CodecError as exc:

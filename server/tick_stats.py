@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import math
 from typing import Any
 
@@ -10,6 +11,12 @@ import numpy as np
 
 PHASES = ("inputs", "shots", "detect", "record", "visibility", "snapshots")
 """The tick flow's phases (DESIGN.md), in order, as :meth:`TickStats.add_phases` takes them."""
+
+BUCKET_BOUNDS_S = (0.00025, 0.0005, 0.001, 0.002, 0.003, 0.004, 0.005, 0.0065, 0.0078125, 0.01, 0.0125,
+                   0.015625, 0.02, 0.03, 0.05, 0.1, 0.25)
+"""Upper bounds (s) of the tick-duration histogram's buckets (a last one, +Inf, is implied).
+They include both tick budgets (1/128 s and 1/64 s), so a histogram reads "ticks within the
+budget" exactly; the server's own budget is added when it is another."""
 
 
 class TickStats:
@@ -31,6 +38,13 @@ class TickStats:
         self.ticks = 0
         self._phase_s = [0.0] * len(PHASES)
         self._phase_ticks = 0
+        self.bucket_bounds_s: tuple[float, ...] = tuple(sorted({*BUCKET_BOUNDS_S, budget_s}))
+        """The histogram's upper bounds (s), ascending, +Inf excluded."""
+        # Every tick since the start, per bucket (not cumulative; the last is +Inf), counted as the
+        # tick ends: a bisect over a short tuple, so a scrape never has to go through the ring.
+        self._buckets = [0] * (len(self.bucket_bounds_s) + 1)
+        self.total_s = 0.0
+        """Sum of every tick's wall time (s) since the start."""
 
     def add_phases(self, *durations_s: float) -> None:
         """Add one tick's time (s) per phase, in :data:`PHASES` order."""
@@ -49,6 +63,23 @@ class TickStats:
         self.ticks += 1
         if duration_s > self.budget_s:
             self.overruns += 1
+        # bisect_left: a duration equal to a bound belongs to that bound's bucket (le, as Prometheus).
+        self._buckets[bisect.bisect_left(self.bucket_bounds_s, duration_s)] += 1
+        self.total_s += duration_s
+
+    def histogram(self) -> tuple[list[tuple[float, int]], float]:
+        """Every tick since the start as a cumulative histogram: ``([(upper bound s, ticks at or
+        under it), ..., (inf, all ticks)], sum of the ticks' wall times s)``."""
+        out: list[tuple[float, int]] = []
+        total = 0
+        for bound, n in zip((*self.bucket_bounds_s, math.inf), self._buckets):
+            total += n
+            out.append((bound, total))
+        return out, self.total_s
+
+    def phase_totals_s(self) -> dict[str, float]:
+        """Total wall time (s) spent in each phase of :data:`PHASES` since the start."""
+        return dict(zip(PHASES, self._phase_s))
 
     def durations_s(self) -> np.ndarray:
         """The recorded ticks' wall times (s), oldest first (the last ``window`` ticks)."""

@@ -14,6 +14,12 @@ the higher one is at least as high at every point of it: wherever a prism stops 
 (it is at or below the prism's top there) it stops the lower one too. So if the ray to the top of
 the head is blocked, so is the ray to the chest or the knees, and testing those would only cost
 time (it did: 40 % of all rays).
+
+Beside what is sent, the culler keeps ``in_sight[viewer, target]``: a line of sight exists now (the
+same pass's rays at the players' current positions, so it costs nothing extra). A target sent but
+not in sight is one only the prediction sends: a client that draws it (a wallhack) knows where it
+is, a human does not. ``in_sight`` is as fresh as the viewer's last refresh (at most
+``1 / refresh_hz`` old, 62.5 ms at the default 16 Hz).
 """
 
 from __future__ import annotations
@@ -38,12 +44,15 @@ _SIDE_FRACTION = 0.70
 
 
 class VisibilityCuller:
-    """Visible-set matrix ``visible[viewer, target]`` over player slots, refreshed incrementally."""
+    """Visible-set matrix ``visible[viewer, target]`` (sent: in sight now or predicted to be) over
+    player slots, refreshed incrementally, with ``in_sight[viewer, target]`` (a line of sight now,
+    as of the viewer's last refresh; always a subset of ``visible``)."""
 
     def __init__(self, config: VisibilityConfig, geometry: MapGeometry, capacity: int, tick_rate_hz: float) -> None:
         self.config = config
         self.geometry = geometry
         self.visible = np.zeros((capacity, capacity), dtype=bool)
+        self.in_sight = np.zeros((capacity, capacity), dtype=bool)
         self.period_ticks = max(1, round(tick_rate_hz / config.refresh_hz))
         self.period_s = self.period_ticks / tick_rate_hz
         self.rays_cast = 0
@@ -59,6 +68,8 @@ class VisibilityCuller:
         """Clear a slot's row and column (player left or joined)."""
         self.visible[slot, :] = False
         self.visible[:, slot] = False
+        self.in_sight[slot, :] = False
+        self.in_sight[:, slot] = False
 
     def refresh(self, tick: int, world: WorldState, rtt_s: np.ndarray, *, all_viewers: bool = False) -> None:
         """Recompute the rows of this tick's share of viewers (every viewer when ``all_viewers``).
@@ -71,6 +82,8 @@ class VisibilityCuller:
         if not self.config.enabled:
             self.visible[:] = active[None, :] & world.alive[None, :]
             np.fill_diagonal(self.visible, False)
+            # Nothing is tested: everything sent counts as in sight (no hidden-target evidence).
+            self.in_sight[:] = self.visible
             return
         mine = active if all_viewers else active & (self._phase == tick % self.period_ticks)
         viewers = np.flatnonzero(mine)
@@ -79,7 +92,8 @@ class VisibilityCuller:
 
     def _refresh(self, viewers: np.ndarray, targets: np.ndarray, rtt_s: np.ndarray, world: WorldState) -> None:
         rays, cached = _refresh_rows(
-            viewers, targets, rtt_s, self.period_s, float(self.config.horizon_margin_s), self.visible, world.pos,
+            viewers, targets, rtt_s, self.period_s, float(self.config.horizon_margin_s), self.visible, self.in_sight,
+            world.pos,
             world.vel, world.stance, _EYE, BOUND_ZMAX, _TOP_FRACTION, _SIDE_FRACTION, float(self.config.lateral_m),
             self._occluder, *self.geometry.ray_args,
         )
@@ -90,18 +104,18 @@ class VisibilityCuller:
 @numba.njit(cache=True, nogil=True)
 def _refresh_rows(
     viewers: np.ndarray, targets: np.ndarray, rtt_s: np.ndarray, period_s: float, margin_s: float,
-    visible: np.ndarray, pos: np.ndarray, vel: np.ndarray, stance: np.ndarray,
+    visible: np.ndarray, in_sight: np.ndarray, pos: np.ndarray, vel: np.ndarray, stance: np.ndarray,
     eye_height: np.ndarray, body_height: np.ndarray, top_fraction: float, side_fraction: float, lateral_m: float,
     occluder: np.ndarray,
     frame: np.ndarray, ny: int, n_box: int, boxes: np.ndarray, cv_height: np.ndarray, cv_planes: np.ndarray,
     cv_edges: np.ndarray, cell_start: np.ndarray, cell_items: np.ndarray, skip: np.ndarray,
 ) -> tuple[int, int]:  # pragma: no cover - compiled
-    """Rewrite the ``visible`` rows of ``viewers`` over ``targets`` (slots; a viewer never sees
-    itself). Per (viewer, target) pair: the head-top ray now, then, while the target stays
-    hidden, the shoulder-height sides now and the three samples with both players moved
-    ``horizon`` = the viewer's round trip + ``period_s`` + ``margin_s`` seconds ahead (xy only),
-    stopping at the first clear line. Returns (rays walked, rays proved blocked by their cached
-    occluder).
+    """Rewrite the ``visible`` and ``in_sight`` rows of ``viewers`` over ``targets`` (slots; a
+    viewer never sees itself); ``in_sight`` where a ray at the players' current positions is
+    clear. Per (viewer, target) pair: the head-top ray now, then, while the target stays hidden,
+    the shoulder-height sides now and the three samples with both players moved ``horizon`` =
+    the viewer's round trip + ``period_s`` + ``margin_s`` seconds ahead (xy only), stopping at
+    the first clear line. Returns (rays walked, rays proved blocked by their cached occluder).
 
     ``occluder[v, t, sample]`` is the piece that stopped that sample's ray at the last refresh
     (-1 for none). Players move little between refreshes, so the same wall usually still stops
@@ -113,6 +127,7 @@ def _refresh_rows(
     cached = 0
     for v in viewers:
         visible[v, :] = False
+        in_sight[v, :] = False
         horizon = rtt_s[v] + period_s + margin_s
         eye_z = pos[v, 2] + eye_height[stance[v]]
         for t in targets:
@@ -150,6 +165,7 @@ def _refresh_rows(
                         seen = True
                         break
                 if seen:
+                    in_sight[v, t] = k == 0
                     break
             visible[v, t] = seen
     return rays, cached

@@ -40,12 +40,15 @@ from typing import Any
 import numpy as np
 
 from anticheat.events import Detection, KillEvent
+from anticheat.judgement.operator import Operator
+from anticheat.judgement.store import open_store
 from anticheat.pipeline import DetectionPipeline
 from anticheat.suite import build_pipeline
 from anticheat.tolerances import apply_overrides
 from server.config import ServerConfig
 from server.core import ServerCore
 from server.events import EventBus, PlayerConnected, PlayerDisconnected
+from server.player_sessions import PlayerSessions
 from server.recording import ReplayWriter
 from server.transport import TransportConfig, UdpServer
 from testbed.bot_factory import BotFactory, DefaultBotFactory
@@ -211,7 +214,8 @@ class MatchSetup:
     """Everything a match builds from a scenario, before any clock runs.
 
     Attributes: scenario, specs (the bots), config, game_map, geometry, pipeline, bus, core,
-        recorder (None without a replay), links_rng / bots_rng / phase_rng: the testbed's streams.
+        recorder (None without a replay), links_rng / bots_rng / phase_rng: the testbed's streams;
+        store, operator, sessions: the persistence (None without a database).
     """
 
     def __init__(
@@ -221,6 +225,7 @@ class MatchSetup:
         mode: str,
         replay_path: str | os.PathLike[str] | None = None,
         secret: bytes | None = None,
+        db: str | os.PathLike[str] | None = None,
     ) -> None:
         self.scenario = scenario
         self.mode = mode
@@ -232,8 +237,20 @@ class MatchSetup:
         if secret is None:
             secret = secret_rng.bytes(32)
         self.clock = ServerClock()
-        self.pipeline: DetectionPipeline = build_pipeline(thaw(scenario.tolerances), clock=self.clock)
+        # With a database, stored times are epoch seconds: match time from the wall time at setup.
+        started = time.time() if db is not None else 0.0
+        self.clock.source = lambda: started
+        self.store = None if db is None else open_store(db)
+        self.pipeline: DetectionPipeline = build_pipeline(thaw(scenario.tolerances), clock=self.clock, store=self.store)
         self.bus = EventBus()
+        self.operator = None
+        self.sessions = None
+        if self.store is not None:
+            self.operator = Operator(self.pipeline, follow_sessions=True)
+            # Session times on the pipeline's clock: in virtual time, match time from the start.
+            self.sessions = PlayerSessions(
+                self.bus, self.store, f"match-{scenario.name}-{secrets.token_hex(6)}", wall_clock=self.clock
+            )
         self.book = MatchBook(self.bus)
         self.replay_path = None if replay_path is None else Path(replay_path)
         self.recorder = None if self.replay_path is None else ReplayWriter(self.replay_path, self.header())
@@ -251,9 +268,11 @@ class MatchSetup:
         except BaseException:
             if self.recorder is not None:
                 self.recorder.close()
+            if self.operator is not None:
+                self.operator.close()
             raise
         core = self.core
-        self.clock.source = lambda: core.time_s
+        self.clock.source = lambda: started + core.time_s
 
     def header(self) -> dict[str, Any]:
         """The replay header: what was played, with which settings, and who was who."""
@@ -288,9 +307,17 @@ class MatchSetup:
             mode=self.mode,
         )
 
-    def finish(self, duration_s: float, wall_s: float, extra_server: Mapping[str, Any] | None = None) -> MatchResult:
-        """Close the core and the replay; the result table's data."""
+    def close(self) -> None:
+        """Close the core (detectors flushed, replay completed), then the sessions and the store."""
         self.core.close()
+        if self.sessions is not None:
+            self.sessions.close()
+        if self.operator is not None:
+            self.operator.close()
+
+    def finish(self, duration_s: float, wall_s: float, extra_server: Mapping[str, Any] | None = None) -> MatchResult:
+        """Close the core, the replay and the store; the result table's data."""
+        self.close()
         report = self.core.report()
         # Everyone the server saw, those who left included; a player still connected at the end
         # wins over an earlier stay under the same name, a later stay over an earlier one.
@@ -359,6 +386,7 @@ def run_virtual(
     *,
     bot_factory: BotFactory | None = None,
     progress_every_s: float = 1.0,
+    db: str | os.PathLike[str] | None = None,
 ) -> MatchResult:
     """Play ``scenario`` in virtual time, as fast as the CPU allows.
 
@@ -366,8 +394,9 @@ def run_virtual(
         scenario: what to play. replay_path: where to record (None: no recording).
         progress: called every ``progress_every_s`` of match time (s).
         bot_factory: builds each bot's client (default: :class:`DefaultBotFactory`).
+        db: persist the anti-cheat's conclusions and the sessions there (path or URL; None: not).
     """
-    setup = MatchSetup(scenario, mode="virtual", replay_path=replay_path)
+    setup = MatchSetup(scenario, mode="virtual", replay_path=replay_path, db=db)
     bots = setup.make_bots(bot_factory or DefaultBotFactory())
     net = VirtualNetwork(setup.core, setup.links_rng)
     dt = setup.config.tick_dt_s
@@ -383,7 +412,7 @@ def run_virtual(
         stats = net.run(scenario.duration_s, progress=on_progress if progress else None, progress_every_s=progress_every_s)
     except BaseException:
         # Keep what was recorded: the replay stays readable up to its last complete frame.
-        setup.core.close()
+        setup.close()
         raise
     return setup.finish(
         scenario.duration_s,
@@ -431,13 +460,10 @@ class Deadline:
 
 
 def transport_stats(server: UdpServer) -> dict[str, Any]:
-    """The real-time transport's counters, plain."""
+    """The real-time transport's counters and its socket's kernel figures, plain
+    (``UdpServer.stats``: datagrams read and source-limited, receive buffer, kernel drops)."""
     host, port = server.address
-    return {
-        "address": f"{host}:{port}",
-        "skipped_ticks": server.skipped_ticks,
-        "send_errors": server.send_errors,
-    }
+    return {"address": f"{host}:{port}", **server.stats()}
 
 
 async def run_udp(
@@ -450,6 +476,7 @@ async def run_udp(
     bot_factory: BotFactory | None = None,
     bot_process: bool = True,
     progress_every_s: float = 0.5,
+    db: str | os.PathLike[str] | None = None,
 ) -> MatchResult:
     """Play ``scenario`` over real UDP in real time (takes ``duration_s`` seconds).
 
@@ -457,11 +484,11 @@ async def run_udp(
     to its own ``LinkProxy`` (loopback) that forwards to the server through the group's emulated
     link, one ``LinkPair`` per bot; the bots run in ``bots.udp.run_bots``: in a process of their
     own (``testbed.bot_process``, the default) or, with ``bot_process=False`` or a custom
-    ``bot_factory``, in this process beside the server.
+    ``bot_factory``, in this process beside the server. ``db``: as for :func:`run_virtual`.
     """
     from bots.udp import run_bots
 
-    setup = MatchSetup(scenario, mode="udp", replay_path=replay_path, secret=secrets.token_bytes(32))
+    setup = MatchSetup(scenario, mode="udp", replay_path=replay_path, secret=secrets.token_bytes(32), db=db)
     link_seeds = [int(setup.links_rng.integers(0, 2**63 - 1)) for _ in scenario.bots]
     duration = scenario.duration_s
     child = BotProcess(scenario, link_seeds) if bot_process and bot_factory is None else None
@@ -520,7 +547,7 @@ async def run_udp(
     except BaseException:
         if child is not None:
             child.stop()
-        setup.core.close()
+        setup.close()
         raise
     finally:
         for proxy in proxies:

@@ -2,7 +2,7 @@
 
 The summary reads the header (scenario, map, seed, tick rate, ground-truth labels), counts events
 per type and per player (shots, hits, headshots, kills, deaths, movement and fire evidence, the
-detections recorded live) and notes a truncated tail.
+detections recorded live) and notes a cut recording (a broken tail, or no end record).
 
 ``--detect`` feeds the recorded events, frame by frame, through a fresh detector suite built by
 ``anticheat.suite.build_pipeline`` with the tolerances recorded in the header, overridden by an
@@ -105,8 +105,11 @@ class ReplaySummary:
 
     Attributes: path; header (as recorded); frames; events; first_s / last_s: times of the first
         and last frame (s, None when empty); last_tick; events_by_type; players (by slot);
-        truncated: the file ends on an incomplete or corrupt frame. detections: every detection
-        recorded live, in order, with the name of the player in its slot at the time.
+        truncated: the recording was cut: it ends on an incomplete or corrupt frame, or (format 2)
+        lacks the end record a server writes when it closes the file; ``cut_reason`` says which
+        (None when whole, or for a format 1 file, which has no end record). end: the end record
+        (last tick, time, reason), None when absent. detections: every detection recorded live,
+        in order, with the name of the player in its slot at the time.
     """
 
     path: str
@@ -120,6 +123,9 @@ class ReplaySummary:
     players: tuple[PlayerCounts, ...]
     truncated: bool
     detections: tuple[NamedDetection, ...] = ()
+    cut_reason: str | None = None
+    end: Mapping[str, Any] | None = None
+    format_version: int = 1
 
     def evidence(self, player: str | None = None) -> list[NamedDetection]:
         """The recorded detections, of ``player`` (a name) only when given."""
@@ -148,6 +154,9 @@ class ReplaySummary:
             "duration_s": round(self.duration_s, 3),
             "last_tick": self.last_tick,
             "truncated": self.truncated,
+            "cut_reason": self.cut_reason,
+            "end": None if self.end is None else dict(self.end),
+            "format_version": self.format_version,
             "events_by_type": dict(self.events_by_type),
             "players": [p.to_json() for p in self.players],
         }
@@ -227,9 +236,25 @@ def summarize(path: str | os.PathLike[str]) -> ReplaySummary:
         last_tick=last_tick,
         events_by_type=dict(sorted(by_type.items())),
         players=tuple(players[s] for s in sorted(players)),
-        truncated=reader.truncated,
+        truncated=bool(reader.cut),
         detections=tuple(found),
+        cut_reason=_cut_reason(reader),
+        end=reader.end,
+        format_version=reader.version,
     )
+
+
+NOT_CLOSED = "the server stopped without closing it"
+BROKEN_TAIL = "ends on an incomplete or corrupt frame"
+
+
+def _cut_reason(reader: ReplayReader) -> str | None:
+    """Why the recording is cut, after its frames were read (None when it was closed)."""
+    if reader.truncated:
+        return BROKEN_TAIL
+    if reader.cut:
+        return NOT_CLOSED
+    return None
 
 
 # --- detectors over a replay --------------------------------------------------------------------
@@ -354,6 +379,14 @@ def _fmt_s(value: float | None) -> str:
     return "-" if value is None or not math.isfinite(value) else f"{value:.2f}"
 
 
+def _truncated_text(summary: ReplaySummary) -> str:
+    if summary.truncated:
+        return f"yes: {summary.cut_reason}"
+    if summary.end is None:
+        return "unknown (format 1 replays have no end record)"
+    return f"no (closed: {summary.end.get('reason', '?')})"
+
+
 def render_summary(summary: ReplaySummary) -> Group:
     """The summary as rich renderables: header facts, events per type, per-player counts."""
     h = summary.header
@@ -373,7 +406,7 @@ def render_summary(summary: ReplaySummary) -> Group:
         ("events", summary.events),
         ("time", f"{_fmt_s(summary.first_s)} .. {_fmt_s(summary.last_s)} s ({summary.duration_s:.2f} s)"),
         ("last tick", summary.last_tick if summary.last_tick is not None else "-"),
-        ("truncated", "yes (ends on an incomplete or corrupt frame)" if summary.truncated else "no"),
+        ("truncated", _truncated_text(summary)),
     ):
         facts.add_row(label, str(value))
     types = Table(title="events per type", title_justify="left")

@@ -13,6 +13,7 @@ import logging
 import os
 import secrets
 import signal
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,10 +21,15 @@ from typing import Any
 import numpy as np
 
 from anticheat.judgement.operator import Operator
+from anticheat.judgement.store import StoreConfig, open_store
 from anticheat.suite import build_pipeline
+from server.activity_log import ActivityLog
+from server.admin.config import AdminConfig
 from server.config import ServerConfig
 from server.core import ServerCore
 from server.events import EventBus
+from server.metrics import MetricsConfig, MetricsServer
+from server.player_sessions import PlayerSessions
 from server.recording import ReplayWriter
 from server.transport import TransportConfig, UdpServer
 from testbed.link import PathConfig
@@ -70,6 +76,12 @@ async def serve(
     status: Callable[[ServeStatus], None] | None = None,
     status_every_s: float = 1.0,
     stop_on_sigint: bool = False,
+    metrics: MetricsConfig | None = None,
+    on_metrics_listening: Callable[[Address], None] | None = None,
+    admin: AdminConfig | None = None,
+    on_admin_listening: Callable[[str], None] | None = None,
+    db: str | os.PathLike[str] | None = None,
+    server_id: str | None = None,
 ) -> dict[str, Any]:
     """Run a server until ``duration_s`` (None: until cancelled); returns the core's report.
 
@@ -80,12 +92,30 @@ async def serve(
         status: called every ``status_every_s`` seconds with live figures.
         stop_on_sigint: Ctrl-C ends the run cleanly (report, replay completed) instead of
             interrupting it (Unix event loops only).
+        metrics: serve Prometheus metrics there (``server.metrics``; None: no endpoint).
+        on_metrics_listening: called with the metrics endpoint's bound address.
+        admin: serve the admin API and page there (``server.admin``, on this event loop; None: none).
+        on_admin_listening: called with the admin page's address (without the token).
+        db: persist detections, decisions, reviews, lifetime profiles and sessions there (a
+            path, ``sqlite:///`` or ``postgresql://`` URL; None: nothing persisted). With a
+            database the pipeline's clock is wall time (epoch s), as stored times outlive the run;
+            writes are committed within about half a second, and at the end.
+        server_id: names this run in the stored sessions (default: ``serve-`` and a random id).
+
+    Connects, disconnects, detections and sanction changes are logged at INFO on the
+    ``server.activity_log`` logger. The report's ``udp`` holds the transport's counters
+    (datagrams and bytes sent among them) and the kernel's drop count at the socket.
     """
     config = ServerConfig(tick_rate_hz=tick_rate_hz)
     clock = ServerClock()
-    pipeline = build_pipeline(tolerances, clock=clock)
-    operator = Operator(pipeline)
+    store = None if db is None else open_store(db, StoreConfig(flush_interval_s=0.5))
+    if store is not None:
+        clock.source = time.time
+        log.info("detection store: %s", store.path)
+    pipeline = build_pipeline(tolerances, clock=clock, store=store)
+    operator = Operator(pipeline, follow_sessions=True)
     bus = EventBus()
+    sessions = None if store is None else PlayerSessions(bus, store, server_id or f"serve-{secrets.token_hex(6)}")
     book = MatchBook(bus)
     recorder = None
     if replay_path is not None:
@@ -104,16 +134,40 @@ async def serve(
     core = ServerCore(
         config, game_map, secret=secrets.token_bytes(32), seed=seed, pipeline=pipeline, recorder=recorder, bus=bus
     )
-    clock.source = lambda: core.time_s
+    if store is None:
+        clock.source = lambda: core.time_s
     deadline = Deadline(duration_s)
     server = UdpServer(core, TransportConfig(host=bind[0], port=bind[1]), on_tick=deadline)
+    activity = ActivityLog(bus, pipeline)
+    exporter = None
+    admin_server = None
     try:
         await server.start()
+        if metrics is not None:
+            exporter = MetricsServer(core, server, metrics)
+        if admin is not None:
+            from server.admin.server import AdminServer  # the web stack only when asked for
+            from server.admin.view import AdminView
+
+            admin_server = AdminServer(AdminView(core, operator), admin)
+            await admin_server.start()
     except BaseException:
+        if admin_server is not None:
+            await admin_server.stop()
+            admin_server.view.close()
+        await server.stop()
+        activity.close()
         core.close()
+        if sessions is not None:
+            sessions.close()
+        operator.close()
         raise
     if on_listening is not None:
         on_listening(server.address)
+    if exporter is not None and on_metrics_listening is not None:
+        on_metrics_listening(exporter.address)
+    if admin_server is not None and on_admin_listening is not None:
+        on_admin_listening(admin_server.url)
 
     async def report_status() -> None:
         while True:
@@ -122,6 +176,14 @@ async def serve(
                 status(ServeStatus(core.time_s, len(book.names), book.kills, book.detections))
 
     ticker = asyncio.create_task(report_status(), name="serve-status") if status is not None else None
+
+    async def persist() -> None:
+        # On the loop's thread, between ticks: detector state is read where it is written.
+        while True:
+            await asyncio.sleep(0.25)
+            operator.poll()
+
+    saver = asyncio.create_task(persist(), name="serve-persist") if store is not None else None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     if stop_on_sigint:
@@ -134,8 +196,20 @@ async def serve(
         if ticker is not None:
             ticker.cancel()
             await asyncio.gather(ticker, return_exceptions=True)
+        if saver is not None:
+            saver.cancel()
+            await asyncio.gather(saver, return_exceptions=True)
+        if exporter is not None:
+            await asyncio.to_thread(exporter.close)
+        if admin_server is not None:
+            await admin_server.stop()
+            admin_server.view.close()
         await server.stop()
         core.close()
+        activity.close()
+        if sessions is not None:
+            sessions.close()
+        operator.close()  # saves connected players' profiles, commits, closes the store
         report = core.report()
     report["udp"] = transport_stats(server)
     return report
@@ -143,7 +217,7 @@ async def serve(
 
 async def run_bot_swarm(
     server: Address,
-    game_map: GameMap,
+    game_map: GameMap | None = None,
     *,
     count: int,
     profile: str = "honest",
@@ -159,6 +233,11 @@ async def run_bot_swarm(
 ) -> list[Any]:
     """Connect ``count`` bots of ``profile`` to ``server`` for ``duration_s`` seconds.
 
+    The bots play the server's map: one short handshake first (``bots.udp.probe_server``, a
+    session named ``PREFIX-probe`` that leaves at once) reads the map the server runs. Without
+    ``game_map`` the bots take that map if it is built in; a given ``game_map`` must carry the
+    server's map name (``bots.udp.server_map``).
+
     With any impairment (ping, jitter, loss) the bots talk to a loopback ``LinkProxy`` that
     forwards to ``server``. Returns each bot's final ``bots.client.ClientStats``.
 
@@ -171,17 +250,24 @@ async def run_bot_swarm(
     Raises:
         bots.udp.UnresolvedHost: the server's host name does not resolve (checked first).
         bots.udp.NoAnswer: no answer within ``connect_timeout_s``, naming ``server``.
+        bots.udp.MapMismatch: the server runs another map than ``game_map``, or, without one,
+            a map that is not built in.
+        bots.udp.Refused: the server refused the probe's handshake (full, banned...).
     """
-    from bots.udp import NoAnswer, resolve_address, run_bots
+    from bots.client import ClientConfig
+    from bots.udp import NoAnswer, probe_server, resolve_address, run_bots, server_map
 
     if count < 1:
         raise ValueError(f"count must be >= 1, got {count}")
     server = await resolve_address(server)
+    prefix = name_prefix or profile
+    probe_timeout_s = connect_timeout_s if connect_timeout_s is not None else ClientConfig().handshake_timeout_s
+    info = await probe_server(server, name=f"{prefix[:26]}-probe", timeout_s=probe_timeout_s)
+    game_map = server_map(info.map_name, game_map)
     path = PathConfig.from_ping(ping_ms, jitter_ms=jitter_ms, loss=loss)
     geometry = MapGeometry(game_map)
     factory = DefaultBotFactory()
     rngs = np.random.default_rng(seed).spawn(count + 1)
-    prefix = name_prefix or profile
     bots = [
         factory(
             BotSpec(

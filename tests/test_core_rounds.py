@@ -9,7 +9,7 @@ import numpy as np
 from anticheat.events import AimSample
 from physics.movement import MoveCommands, simulate
 from server import protocol as proto
-from server.core import _MOVE_SPEED_M_S
+from server.inputs import MOVE_SPEED_M_S as _MOVE_SPEED_M_S
 from tests.server_harness import ScriptedClient, make_core, run_ticks
 from world.weapons import WeaponId
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from lagcomp.config import HistoryConfig
 from lagcomp.history import HistoryError, TickHistory
-from server.core import _crosshairs
+from server.shots import crosshairs as _crosshairs
 from world.state import WorldLimits, WorldState, view_direction
 
 

@@ -23,7 +23,7 @@ from anticheat.events import (
 )
 from anticheat.judgement.sanctions import SanctionConfig, SanctionLevel, SanctionPolicy
 from anticheat.judgement.store import DetectionStore, StoreConfig
-from anticheat.pipeline import DetectionPipeline
+from anticheat.pipeline import DETECTION_ID_BLOCK, DetectionPipeline
 from anticheat.skip import SkipBook, SkipConfig
 from tests.synthetic import make_shot as shot
 
@@ -266,9 +266,21 @@ def test_detections_go_to_subscribers_policy_and_store(tmp_path: object) -> None
     assert len(decisions) == 1
     assert policy.evidence("slot:2")[0].id == 2
     assert pipe.stats().detections == {("rec", "shot"): 2}
-    # A new pipeline over the same store continues the evidence ids.
-    again = DetectionPipeline([], SkipBook(), None, store)
-    assert again._next_id == 3
+    # A second pipeline over the same database (another server) takes its ids from the next block
+    # the store reserves, past every id the first may still hand out: nothing is overwritten.
+    again = DetectionPipeline([Recorder("rec", report_shots=True)], SkipBook(), None, store)
+    again.feed(shot(shooter=3))
+    pipe.feed(shot(shooter=4))
+    assert [s.id for s in store.load_detections()] == [1, 2, 3, DETECTION_ID_BLOCK + 1]
+    assert [s.player_key for s in store.load_detections()] == ["alice", "slot:2", "slot:4", "slot:3"]
+
+
+def test_without_a_store_evidence_ids_are_counted_in_memory() -> None:
+    policy = SanctionPolicy(SanctionConfig())
+    pipe = make([Recorder("rec", report_shots=True)], policy=policy)
+    for _ in range(3):
+        pipe.feed(shot(shooter=1))
+    assert [e.id for e in policy.evidence("slot:1")] == [1, 2, 3]
 
 
 def test_decisions_are_stored_when_the_recommended_level_changes() -> None:

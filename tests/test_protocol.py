@@ -978,7 +978,7 @@ def _outcome(fn: Any, v: Any) -> Any:
 @settings(max_examples=1500, deadline=None)
 @given(st.tuples(*(_tricky(b) for b in shot())))
 def test_shot_fast_path_agrees_with_checks(fields: tuple[Any, ...]) -> None:
-    from server.protocol import _shot, _shot_checked
+    from server.protocol.parsers import _shot, _shot_checked
 
     assert _outcome(_shot, fields) == _outcome(_shot_checked, fields)
 
@@ -1012,7 +1012,7 @@ def test_decode_client_fast_path_agrees_with_decode(monkeypatch: pytest.MonkeyPa
 @settings(max_examples=1500, deadline=None)
 @given(st.tuples(*(_tricky(b) for b in own())))
 def test_own_fast_path_agrees_with_checks(fields: tuple[Any, ...]) -> None:
-    from server.protocol import _own, _own_checked
+    from server.protocol.parsers import _own, _own_checked
 
     assert _outcome(_own, fields) == _outcome(_own_checked, fields)
 
@@ -1023,7 +1023,8 @@ _SNAPSHOT_FIELDS = (5, 1.0, None, 0, 1, tuple(tuple(x) if isinstance(x, list) el
 def test_snapshot_fast_path_agrees_with_checks() -> None:
     """Edge values in one or two fields of a valid SNAPSHOT body (two: the header's bounds
     depend on each other, part < part_count)."""
-    from server.protocol import _snapshot, _snapshot_checked
+    from server.protocol.parsers import _snapshot_checked
+    from server.protocol.parsers import parse_snapshot as _snapshot
 
     values = [0, 1, -1, 2, 7, 8, 9, 0.0, -0.0, 1.0, 1e10, 1e11, U32_MAX, U32_MAX + 1, _NAN, True, None, "x"]
     n = len(_SNAPSHOT_FIELDS)
@@ -1067,7 +1068,7 @@ def _fast_path_agrees(
     message (as ``described``) or the same reason for 3,000 mutations of the message ``base``:
     up to two fields replaced from ``edges``, now and then a wrong arity or a cut datagram. The
     fast path must take most of them itself (falling back to decode for the others)."""
-    import server.protocol as protocol
+    import server.protocol.decoding as protocol
 
     general = {"calls": 0}
 

@@ -89,7 +89,8 @@ def test_crash_cut_file_reads_up_to_last_complete_frame(tmp_path: Path) -> None:
     with ReplayWriter(path, {"seed": 1}) as writer:
         for tick in range(10):
             writer.write_tick(tick, tick / 64, events[:3])
-    data = path.read_bytes()
+        writer.flush()
+        data = path.read_bytes()  # as a crash leaves it: never closed, so no end record
     # Cut in the middle of the last frame, as a crash during a write would.
     path.write_bytes(data[:-7])
     reader = ReplayReader(path)

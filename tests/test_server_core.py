@@ -31,13 +31,14 @@ def test_handshake_allocates_no_state_before_the_challenge_round_trip() -> None:
     replies = core.receive(("127.0.0.1", 9), proto.encode(proto.Connect(nonce=b"n" * 16, name="x")), 0.0)
     assert len(replies) == 1 and not core.sessions
     challenge = proto.decode_server(replies[0][1])
-    # A forged cookie gets no session and no reply.
+    # A forged cookie gets no session, only a REJECT (invalid cookie).
+    refused = proto.encode(proto.Reject(proto.RefuseCode.INVALID_COOKIE))
     bad = proto.ChallengeResponse(cookie=bytes(len(challenge.cookie)), nonce=b"n" * 16, name="x")
-    assert core.receive(("127.0.0.1", 9), proto.encode(bad), 0.0) == []
+    assert core.receive(("127.0.0.1", 9), proto.encode(bad), 0.0) == [(("127.0.0.1", 9), refused)]
     assert not core.sessions and core.rejections["cookie_invalid"] == 1
     # The real cookie from another address is refused too (spoofed source).
     good = proto.ChallengeResponse(cookie=challenge.cookie, nonce=b"n" * 16, name="x")
-    assert core.receive(("127.0.0.1", 10), proto.encode(good), 0.0) == []
+    assert core.receive(("127.0.0.1", 10), proto.encode(good), 0.0) == [(("127.0.0.1", 10), refused)]
     accept = proto.decode_server(core.receive(("127.0.0.1", 9), proto.encode(good), 0.0)[0][1])
     assert isinstance(accept, proto.Accept) and len(core.sessions) == 1
 
@@ -67,6 +68,10 @@ def test_a_standing_player_in_the_open_is_hit_and_killed() -> None:
     assert core.by_slot[a.slot].hits >= 1
     assert core.by_slot[a.slot].kills >= 1 or core.world.health[b.slot] < health0
     assert core.rejections.get("internal_error", 0) == 0
+    # Every resolved shot counts its rewind decision; the view time 100 ms back is trusted.
+    rewinds = {k: v for k, v in core.counters.items() if k.startswith("rewind_")}
+    assert sum(rewinds.values()) == core.by_slot[a.slot].shots_fired > 0
+    assert rewinds.get("rewind_claimed", 0) == core.by_slot[a.slot].shots_fired
 
 
 def test_player_behind_a_full_wall_is_never_in_enemy_snapshots() -> None:
@@ -387,7 +392,8 @@ def _random_world(core, rng: np.random.Generator) -> None:
 def test_aim_kernels_match_the_numpy_formulation() -> None:
     """The compiled nearest-target search gives the numpy formulation's answers bit for bit
     (the norm's and einsum's summation orders, argmin's first-of-equals, zero distances)."""
-    from server.core import _CHEST_M, _EYE_M
+    from server.aim_samples import CHEST_M as _CHEST_M
+    from server.aim_samples import EYE_M as _EYE_M
     from world.state import view_direction
 
     core = make_core(max_clients=128)
@@ -525,7 +531,7 @@ def test_a_viewer_who_sees_everyone_gets_snapshots_a_client_accepts() -> None:
     """200 slots, every one visible to slot 0, and more live baits of slot 0 than the datagrams
     left over hold: the snapshot keeps every player and the newest baits that fit, in at most
     ``max_snapshot_parts`` datagrams (a client refuses more, and so would lose every snapshot)."""
-    from server.core import _Bait
+    from server.shots import Bait as _Bait
     from server.entity_block import decode_entities
 
     core = make_core(max_clients=200)
@@ -698,7 +704,7 @@ def test_a_decoder_bug_is_counted_not_raised(monkeypatch: pytest.MonkeyPatch) ->
 def test_tick_command_columns_are_the_records_values_in_round_order() -> None:
     """The tick reads its commands' fields with one compiled pass: each row's values are those of
     its record, bit for bit, the yaw wrapped and the radians as numpy computes them."""
-    from server.core import _TickCommands
+    from server.tick_commands import TickCommands as _TickCommands
     from world.state import WorldLimits, WorldState
 
     rng = np.random.default_rng(3)
@@ -732,7 +738,7 @@ def test_tick_command_columns_are_the_records_values_in_round_order() -> None:
 
 
 def test_round_rows_put_each_players_kth_command_in_round_k() -> None:
-    from server.core import _round_rows
+    from server.tick_commands import round_rows as _round_rows
 
     # Sessions took 2, 0, 1 and 3 commands; rows in session order are a0 a1 | c0 | d0 d1 d2.
     assert _round_rows([2, 0, 1, 3]) == ([[0, 2, 3], [0, 3], [3]], [0, 2, 3, 1, 4, 5])

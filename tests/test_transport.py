@@ -42,7 +42,9 @@ async def test_udp_handshake_ticks_and_snapshots() -> None:
 
 async def test_flood_is_bounded_and_honest_clients_keep_playing() -> None:
     core = make_core(max_datagrams_per_tick=64)
-    async with UdpServer(core, TransportConfig(port=0)) as server:
+    # No per-source limit: this is the core's per-tick budget under test (one flooding source
+    # is the limiter's job, tests/test_transport_drain.py).
+    async with UdpServer(core, TransportConfig(port=0, source_rate_factor=None)) as server:
         honest = await asyncio_dgram.connect(server.address)
         await _handshake(honest, "honest")
         flooder = await asyncio_dgram.connect(server.address)

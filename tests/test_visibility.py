@@ -155,3 +155,23 @@ def test_cached_occluders_never_change_the_visible_sets() -> None:
         fresh.refresh(tick, w, rtt, all_viewers=True)
         assert np.array_equal(kept.visible, fresh.visible)
     assert kept.rays_cached > kept.rays_cast
+
+
+def test_in_sight_is_line_of_sight_now_and_excludes_players_sent_only_by_prediction() -> None:
+    culler, rtt = _culler(rtt_s=0.15)
+    # B behind the wall's north end running north: sent (about to appear) but not in sight.
+    moving = _world((20.0, 45.0), (40.0, 34.5), vel_b=(0.0, 6.0))
+    culler.refresh(0, moving, rtt, all_viewers=True)
+    assert culler.visible[0, 1] and not culler.in_sight[0, 1]
+    # Standing still behind the wall: neither sent nor in sight.
+    still = _world((20.0, 45.0), (40.0, 34.5))
+    culler.refresh(1, still, rtt, all_viewers=True)
+    assert not culler.visible[0, 1] and not culler.in_sight[0, 1]
+    # Open ground: in sight both ways, and in sight is always a subset of sent.
+    still.teleport(0, (20.0, 5.0, 0.0))
+    still.teleport(1, (40.0, 5.0, 0.0))
+    culler.refresh(2, still, rtt, all_viewers=True)
+    assert culler.in_sight[0, 1] and culler.in_sight[1, 0]
+    assert not (culler.in_sight & ~culler.visible).any()
+    culler.forget(1)
+    assert not culler.in_sight[:, 1].any() and not culler.in_sight[1].any()

@@ -5,7 +5,9 @@ It wires the pipeline, the sanction policy, the review queue and the store toget
 - detections: ``subscribe(callback, detector=..., kind=..., player=...)`` (detector-specific
   callbacks, such as BustAim's warnings bitmask, are registered by those detectors themselves);
 - players: ``connect(slot, key, account_created)`` binds a slot to a stable player key and loads
-  the player's lifetime profiles into the detectors; ``disconnect(slot)`` saves them;
+  the player's lifetime profiles into the detectors; ``disconnect(slot)`` saves them. With
+  ``follow_sessions=True`` the operator does both itself from the pipeline's stream (its
+  ``SessionEvent``s; the player key is the name the client gave), so a server needs no calls;
 - profiles: ``profile(key)``, ``save_profiles(key)``, ``reset_profile(key)``;
 - flags: ``set_flags(player, detector, enabled)``;
 - review: every decision that needs review opens (or escalates) a review item, persisted at once;
@@ -23,12 +25,12 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from anticheat.events import Detection
+from anticheat.events import Detection, SessionEvent
 from anticheat.judgement.review import Appeal, AppealStatus, ReviewItem, ReviewQueue
 from anticheat.judgement.sanctions import DAY_S, SanctionDecision, SanctionLevel
 from anticheat.pipeline import DetectionPipeline
 
-__all__ = ["Operator"]
+__all__ = ["REVIEW_ID_BLOCK", "Operator"]
 
 log = logging.getLogger(__name__)
 
@@ -37,27 +39,68 @@ ReviewCallback = Callable[[ReviewItem], None]
 _PRUNE_EVERY_S = 3600.0
 """How often ``poll`` drops evidence older than the window from memory (s): the window is days."""
 
+REVIEW_ID_BLOCK = 16
+"""Review item and appeal ids reserved from the store at a time. Small: they are rare, shown to
+admins and typed back, and a restart abandons what is left of a block."""
+
+_SAVE_PROFILES_EVERY_S = 0.5
+"""How often ``poll`` saves the connected players' lifetime profiles (s of the pipeline's clock):
+with the store's commit lag, a server killed outright loses under a second of them."""
+
 
 class Operator:
     """Facade over a pipeline (with its policy and store) and a review queue.
 
     Args:
         pipeline: the detection pipeline; its ``policy`` and ``store`` are used when present.
-        review: the review queue (default: a new one dismissing evidence in the pipeline's policy).
+        review: the review queue (default: a new one dismissing evidence in the pipeline's policy,
+            taking its ids from the store's reserved blocks when there is a store). A queue passed
+            in with a store should be built with ``store.ids("review")``/``store.ids("appeal")``
+            too, or two servers sharing the database will reuse each other's ids.
         restore: rebuild the policy (evidence of the window, account ages) and the review queue
             from the store now. Do this once at startup, before feeding events.
+        follow_sessions: connect and disconnect players as the pipeline sees them come and go
+            (``SessionEvent``: profiles loaded after the slot is reset for the newcomer, saved
+            before it is reset for the next one).
     """
 
-    def __init__(self, pipeline: DetectionPipeline, review: ReviewQueue | None = None, restore: bool = True) -> None:
+    def __init__(
+        self,
+        pipeline: DetectionPipeline,
+        review: ReviewQueue | None = None,
+        restore: bool = True,
+        *,
+        follow_sessions: bool = False,
+    ) -> None:
         self.pipeline = pipeline
         self.policy = pipeline.policy
         self.store = pipeline.store
-        self.review = review if review is not None else ReviewQueue(pipeline.policy)
+        if review is None:
+            store = pipeline.store
+            review = ReviewQueue(
+                pipeline.policy,
+                item_ids=None if store is None else store.ids("review", REVIEW_ID_BLOCK),
+                appeal_ids=None if store is None else store.ids("appeal", REVIEW_ID_BLOCK),
+            )
+        self.review = review
         self._review_subscribers: list[ReviewCallback] = []
+        self._connected: dict[int, str] = {}
         self._last_prune = pipeline.clock()
+        self._last_profile_save = self._last_prune
         pipeline.subscribe_decisions(self._on_decision)
+        if follow_sessions:
+            pipeline.subscribe_sessions(self._on_session)
         if restore and self.store is not None:
             self.restore()
+
+    def _on_session(self, event: SessionEvent) -> None:
+        if event.kind == "connect":
+            self.connect(event.player, event.name)
+        elif event.kind == "disconnect":
+            # The pipeline unbinds the slot right after; the writes reach the store with its next
+            # commit (within its flush interval), not inline in the tick.
+            self._save_slot_profiles(event.player, self.pipeline.key_of(event.player))
+            self._connected.pop(event.player, None)
 
     # --- startup --------------------------------------------------------------------------
 
@@ -162,13 +205,14 @@ class Operator:
         # skip book is kept, as the server may already have measured this player's link.
         self.pipeline.reset_player(slot)
         self.pipeline.bind(slot, player_key)
+        self._connected[slot] = player_key
         if self.policy is not None and account_created is not None:
             self.policy.set_account_created(player_key, account_created)
         if self.store is None:
             return
         self.store.upsert_player(player_key, now, account_created)
         if self.policy is not None and account_created is None:
-            stored = self.store.load_players().get(player_key)
+            stored = self.store.load_account_created(player_key)
             if stored is not None:
                 self.policy.set_account_created(player_key, stored)
         profiles = self.store.load_profiles(player_key)
@@ -188,6 +232,7 @@ class Operator:
         key = self.pipeline.key_of(slot)
         self._save_slot_profiles(slot, key)
         self.pipeline.unbind(slot)
+        self._connected.pop(slot, None)
         if self.store is not None:
             self.store.flush()
 
@@ -210,6 +255,11 @@ class Operator:
         slot = self.pipeline.slot_of(player_key)
         if slot is not None:
             self._save_slot_profiles(slot, player_key)
+
+    def save_connected_profiles(self) -> None:
+        """Persist the live profiles of every player connected through this operator."""
+        for slot, key in list(self._connected.items()):
+            self._save_slot_profiles(slot, key)
 
     def reset_profile(self, player_key: str) -> None:
         """Forget ``player_key``'s lifetime profiles, live and stored (sanction evidence is kept)."""
@@ -293,16 +343,21 @@ class Operator:
     # --- store passthrough ----------------------------------------------------------------
 
     def poll(self) -> None:
-        """Housekeeping for the tick loop: commit due store writes; hourly, drop expired evidence."""
+        """Housekeeping for the tick loop (call it on the thread that feeds the pipeline): every
+        half second save the connected players' lifetime profiles; commit due store writes;
+        hourly, drop expired evidence."""
+        now = self.pipeline.clock()
         if self.store is not None:
+            if now - self._last_profile_save >= _SAVE_PROFILES_EVERY_S:
+                self._last_profile_save = now
+                self.save_connected_profiles()
             self.store.poll()
-        if self.policy is not None:
-            now = self.pipeline.clock()
-            if now - self._last_prune >= _PRUNE_EVERY_S:
-                self._last_prune = now
-                self.policy.prune(now)
+        if self.policy is not None and now - self._last_prune >= _PRUNE_EVERY_S:
+            self._last_prune = now
+            self.policy.prune(now)
 
     def close(self) -> None:
-        """Flush and close the store."""
+        """Save the lifetime profiles of the players still connected, then flush and close the store."""
         if self.store is not None:
+            self.save_connected_profiles()
             self.store.close()

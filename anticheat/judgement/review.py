@@ -13,6 +13,9 @@ review. An appeal that is granted (``overturn=True``) does the same for the sanc
 and marks the item OVERTURNED.
 
 The sanction reference of an appeal is a review item id: every sanction above monitoring has one.
+Ids are counted in memory by default; a queue whose items and appeals go to a store shared by
+several servers takes them from the store's reserved blocks instead (``item_ids``/``appeal_ids``,
+which the ``Operator`` passes), so two servers never give two items the same id.
 Time arguments are wall-clock seconds since the epoch, passed in by the caller.
 """
 
@@ -22,7 +25,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from anticheat.judgement.sanctions import SanctionDecision, SanctionLevel, SanctionPolicy
+from anticheat.judgement.ids import IdCounter, IdSource
+from anticheat.judgement.sanctions import (
+    SanctionDecision,
+    SanctionLevel,
+    SanctionPolicy,
+)
 
 __all__ = [
     "Appeal",
@@ -115,9 +123,18 @@ class ReviewQueue:
         policy: the sanction policy whose evidence a dismissal or a granted appeal marks dismissed
             (None: only the records change; the caller handles the evidence).
         temp_ban_duration_s: length of a confirmed temporary ban (s), defaults to the policy's.
+        item_ids, appeal_ids: where new review item and appeal ids come from (default: counted in
+            memory from 1, continuing after the largest restored).
     """
 
-    def __init__(self, policy: SanctionPolicy | None = None, temp_ban_duration_s: float | None = None) -> None:
+    def __init__(
+        self,
+        policy: SanctionPolicy | None = None,
+        temp_ban_duration_s: float | None = None,
+        *,
+        item_ids: IdSource | None = None,
+        appeal_ids: IdSource | None = None,
+    ) -> None:
         self._policy = policy
         if temp_ban_duration_s is None:
             temp_ban_duration_s = policy.config.temp_ban_duration_s if policy is not None else 86_400.0
@@ -126,8 +143,8 @@ class ReviewQueue:
         # player -> id of the pending item: ``open`` runs after every detection of a suspect.
         self._pending_of: dict[str, int] = {}
         self._appeals: dict[int, Appeal] = {}
-        self._next_item = 1
-        self._next_appeal = 1
+        self._item_ids: IdSource = item_ids if item_ids is not None else IdCounter()
+        self._appeal_ids: IdSource = appeal_ids if appeal_ids is not None else IdCounter()
 
     # --- review items ---------------------------------------------------------------------
 
@@ -156,7 +173,7 @@ class ReviewQueue:
             )
         else:
             item = ReviewItem(
-                id=self._next_item,
+                id=self._item_ids.take(),
                 player=decision.player,
                 created=decision.at,
                 recommended=decision.recommended,
@@ -165,7 +182,6 @@ class ReviewQueue:
                 reasons=decision.reasons,
                 evidence_ids=decision.evidence_ids,
             )
-            self._next_item += 1
         self._put(item)
         return item
 
@@ -241,8 +257,7 @@ class ReviewQueue:
         for appeal in self._appeals.values():
             if appeal.sanction_ref == sanction_ref and appeal.status == AppealStatus.PENDING:
                 raise ReviewError(f"appeal {appeal.id} against item {sanction_ref} is already pending")
-        appeal = Appeal(self._next_appeal, player, sanction_ref, now, text)
-        self._next_appeal += 1
+        appeal = Appeal(self._appeal_ids.take(), player, sanction_ref, now, text)
         self._appeals[appeal.id] = appeal
         return appeal
 
@@ -292,13 +307,13 @@ class ReviewQueue:
     # --- persistence support --------------------------------------------------------------
 
     def restore(self, items: Iterable[ReviewItem], appeals: Iterable[Appeal]) -> None:
-        """Reload persisted items and appeals (after a restart); ids continue after the largest."""
+        """Reload persisted items and appeals (after a restart); new ids never repeat theirs."""
         for item in items:
             self._put(item)
-            self._next_item = max(self._next_item, item.id + 1)
+            self._item_ids.skip_past(item.id)
         for appeal in appeals:
             self._appeals[appeal.id] = appeal
-            self._next_appeal = max(self._next_appeal, appeal.id + 1)
+            self._appeal_ids.skip_past(appeal.id)
 
     def _pending(self, item_id: int) -> ReviewItem:
         item = self.get(item_id)

@@ -36,6 +36,26 @@ unplayable connection): BustAim's guide tells admins to kick desynced or heavily
 "before they cause more trouble". Link detections are about the connection, not about cheating,
 so they never add to the cheating score.
 
+Calibrated weights (``kind_weights``): a detection kind that honest players also produce is weak
+evidence, one they never produce is strong. Each ``detector.kind`` gets a weight w in (0, 1]
+measured in the lab (``referee lab calibrate``): the posterior probability that a player is a
+cheater after one such detection, w = LR p / (LR p + 1 - p), where LR is the kind's rate per
+player-hour among the cheaters it is most typical of over its rate among honest players (the upper
+95 % Garwood bound when honest players never produced it) and p the prior prevalence of cheaters.
+A calibrated item weighs ``w * recency`` (w replaces the detector's own severity: the lab measured
+the kind's findings as the detector grades them), so evidence adds up the way its reliability says.
+An uncalibrated kind weighs ``severity * recency`` as before. Conclusive evidence (``kind_rates``): the lab also
+gives each kind two rates per player-hour, honest players' (upper 95 % bound) and that of the
+cheaters it is most typical of (lower 95 % bound). Over the last ``conclusive_window_s`` seconds a
+family whose kinds fired n_k times has the Poisson log likelihood ratio
+sum_k [n_k ln(c_k / h_k) - (c_k - h_k) W] (W the window, in hours): a count the cheat would
+produce and an honest player would not raises it, a lone finding of a kind the cheat produces by
+the hundred lowers it. When its posterior at ``conclusive_prior`` reaches ``conclusive_weight``
+the family is *conclusive*: the recommendation is at least KICK while it stays so, as for link
+problems (a blatant cheat is removed from the match within seconds of its proof). The family cap
+still bounds the score, so one family alone never reaches a ban. A KICK recommendation needs
+review; nothing above ``auto_apply_max`` is applied without a human.
+
 Automatic application: ``auto_apply_max`` (default MONITOR) is the highest level applied without a
 human. A recommendation above it is recorded and applied only up to ``auto_apply_max``; every
 recommendation at KICK or above needs review (``needs_review``), also when an operator's config
@@ -111,6 +131,15 @@ class SanctionConfig:
         link_kinds: detection kinds describing the connection rather than cheating (desync,
             unplayable link). They never add to the score and recommend KICK while recent.
         link_kick_window_s: how long a link detection keeps recommending KICK (s).
+        kind_weights: ``("detector.kind", w)`` pairs, w in (0, 1]: a finding of a listed kind
+            weighs w instead of its severity (``"detector"`` alone covers the detector's other
+            kinds); unlisted kinds weigh their severity. The shipped values come from the lab
+            (module doc).
+        kind_rates: ``("detector.kind", honest_per_h, cheat_per_h)``: the lab's rates behind the
+            conclusive test (module doc); kinds not listed never make a family conclusive.
+        conclusive_prior: prevalence of cheaters the conclusive test's posterior assumes (0.02).
+        conclusive_weight: the posterior that makes a family conclusive (0.95).
+        conclusive_window_s: the window of recent evidence the conclusive test counts (s; 300).
         max_evidence_per_player, max_evidence_per_family: bounds on the evidence kept in memory
             (the store keeps all of it). When a player's evidence grows a quarter past the player
             bound, each family is cut to its bound, then the player to its bound, dropping the
@@ -141,6 +170,11 @@ class SanctionConfig:
     families: tuple[tuple[str, str], ...] = ()
     link_kinds: frozenset[str] = field(default_factory=lambda: frozenset({"desync", "unplayable_link"}))
     link_kick_window_s: float = 60.0
+    kind_weights: tuple[tuple[str, float], ...] = ()
+    kind_rates: tuple[tuple[str, float, float], ...] = ()
+    conclusive_prior: float = 0.02
+    conclusive_weight: float = 0.95
+    conclusive_window_s: float = 300.0
     max_evidence_per_player: int = 2048
     max_evidence_per_family: int = 256
     top_reasons: int = 5
@@ -161,6 +195,7 @@ class SanctionConfig:
             "new_account_days",
             "old_account_days",
             "link_kick_window_s",
+            "conclusive_window_s",
             "kick_threshold",
             "evaluation_step_s",
         ):
@@ -187,6 +222,18 @@ class SanctionConfig:
                 f"temp_ban_threshold {self.temp_ban_threshold}: a single detector could ban "
                 "(set allow_single_detector_ban to accept that)"
             )
+        for key, weight in self.kind_weights:
+            if not isinstance(key, str) or not key or not (isinstance(weight, (int, float)) and 0.0 < weight <= 1.0):
+                raise ValueError(f"kind_weights entries must be (\"detector.kind\", w) with 0 < w <= 1, got {(key, weight)!r}")
+        for entry in self.kind_rates:
+            if (len(entry) != 3 or not isinstance(entry[0], str)
+                    or not all(isinstance(r, (int, float)) and math.isfinite(r) and r > 0.0 for r in entry[1:])):
+                raise ValueError(f"kind_rates entries must be (\"detector.kind\", honest_per_h > 0, cheat_per_h > 0), "
+                                 f"got {entry!r}")
+        if not 0.0 < self.conclusive_prior < 1.0:
+            raise ValueError(f"conclusive_prior must be in (0, 1), got {self.conclusive_prior!r}")
+        if not 0.0 < self.conclusive_weight <= 1.0:
+            raise ValueError(f"conclusive_weight must be in (0, 1], got {self.conclusive_weight!r}")
         if self.max_evidence_per_player < 1 or self.max_evidence_per_family < 1 or self.top_reasons < 0:
             raise ValueError("evidence bounds must be >= 1 and top_reasons >= 0")
 
@@ -201,6 +248,22 @@ class SanctionConfig:
         if score >= self.monitor_threshold:
             return SanctionLevel.MONITOR
         return SanctionLevel.LOG
+
+    def kind_weight(self, detector: str, kind: str) -> float:
+        """The calibrated weight of a ``detector``'s ``kind`` finding (1.0 when not calibrated)."""
+        weights = dict(self.kind_weights)
+        return weights.get(f"{detector}.{kind}", weights.get(detector, 1.0))
+
+    def is_calibrated(self, detector: str, kind: str) -> bool:
+        """Whether ``kind_weights`` lists ``detector.kind`` (or the whole detector)."""
+        return any(key in (f"{detector}.{kind}", detector) for key, _ in self.kind_weights)
+
+    def kind_rate(self, detector: str, kind: str) -> tuple[float, float] | None:
+        """``(honest_per_h, cheat_per_h)`` of ``detector.kind`` from ``kind_rates``, if listed."""
+        for key, honest, cheat in self.kind_rates:
+            if key == f"{detector}.{kind}":
+                return honest, cheat
+        return None
 
     def account_factor(self, age_days: float | None) -> float:
         """Score multiplier for an account ``age_days`` old (None: unknown, 1.0)."""
@@ -287,6 +350,7 @@ class _Tally:
     strongest: dict[str, tuple[float, str]] = field(default_factory=dict)
     ids: list[int] = field(default_factory=list)
     links: list[tuple[float, int]] = field(default_factory=list)
+    conclusive: list[tuple[float, str, tuple[str, str]]] = field(default_factory=list)
 
 
 class SanctionPolicy:
@@ -304,6 +368,9 @@ class SanctionPolicy:
         self._evidence: dict[str, list[Evidence]] = {}
         self._created: dict[str, float] = {}
         self._family_of: dict[str, str] = dict(self.config.families)
+        self._weights: dict[tuple[str, str], float] = {}
+        self._measured: dict[tuple[str, str], bool] = {}
+        self._rated: dict[tuple[str, str], bool] = {}
         self._tallies: dict[str, _Tally] = {}
         self._window_s = self.config.window_days * DAY_S
         self._tau_s = self.config.recency_tau_days * DAY_S
@@ -360,8 +427,9 @@ class SanctionPolicy:
         return evidence
 
     def restore(self, evidence: Iterable[Evidence]) -> None:
-        """Re-add persisted evidence after a restart (in id order, as it arrived)."""
-        for item in sorted(evidence, key=lambda e: e.id):
+        """Re-add persisted evidence after a restart, in the order it arrived: by time, then id
+        (servers of a fleet draw ids from interleaved blocks, so ids alone are not that order)."""
+        for item in sorted(evidence, key=lambda e: (e.at, e.id)):
             self.add(item)
 
     def dismiss(self, player: str, evidence_ids: Iterable[int]) -> int:
@@ -436,6 +504,35 @@ class SanctionPolicy:
             return family_of.get(detector, detector)
         return detector
 
+    def weight(self, detector: str, kind: str) -> float:
+        """The calibrated weight of a ``detector``'s ``kind`` finding (cached)."""
+        key = (detector, kind)
+        w = self._weights.get(key)
+        if w is None:
+            w = self._weights[key] = self.config.kind_weight(detector, kind)
+        return w
+
+    def strength(self, detector: str, kind: str, severity: float) -> float:
+        """What one finding weighs before recency (0..1): its kind's calibrated weight, or its
+        ``severity`` when the kind was never measured."""
+        return self.weight(detector, kind) if self.calibrated(detector, kind) else min(1.0, severity)
+
+    def rated(self, detector: str, kind: str) -> bool:
+        """Whether ``kind_rates`` lists the finding (only those count in the conclusive test)."""
+        key = (detector, kind)
+        known = self._rated.get(key)
+        if known is None:
+            known = self._rated[key] = self.config.kind_rate(detector, kind) is not None
+        return known
+
+    def calibrated(self, detector: str, kind: str) -> bool:
+        """Whether ``kind_weights`` lists the finding (its weight replaces the severity)."""
+        key = (detector, kind)
+        measured = self._measured.get(key)
+        if measured is None:
+            measured = self._measured[key] = self.config.is_calibrated(detector, kind)
+        return measured
+
     def step_time(self, now: float) -> float:
         """The evaluation time ``now`` (epoch s) is quantised down to (see ``evaluation_step_s``)."""
         step = self.config.evaluation_step_s
@@ -455,8 +552,11 @@ class SanctionPolicy:
         severity = item.severity
         if not severity > 0.0:  # also skips NaN
             return
-        weight = min(1.0, severity) * math.exp(-age_s / self._tau_s)
         fam = self.family(item.detector, item.kind)
+        strength = self.strength(item.detector, item.kind, severity)
+        if self.rated(item.detector, item.kind):
+            tally.conclusive.append((item.at, fam, (item.detector, item.kind)))
+        weight = strength * math.exp(-age_s / self._tau_s)
         tally.miss[fam] = tally.miss.get(fam, 1.0) * (1.0 - weight)
         tally.count[fam] = tally.count.get(fam, 0) + 1
         best = tally.strongest.get(fam)
@@ -478,6 +578,8 @@ class SanctionPolicy:
         # ``_fold`` (a property test compares incremental and rebuilt tallies bit for bit).
         tally = _Tally(at)
         miss, count, strongest, ids, links = tally.miss, tally.count, tally.strongest, tally.ids, tally.links
+        conclusive = tally.conclusive
+        strength_of, rated = self.strength, self.rated
         window_s, tau_s = self._window_s, self._tau_s
         link_kinds = self.config.link_kinds
         family = self.family
@@ -496,11 +598,14 @@ class SanctionPolicy:
             severity = item.severity
             if not severity > 0.0:
                 continue
-            weight = min(1.0, severity) * exp(-age_s / tau_s)
+            strength = strength_of(item.detector, kind, severity)
             key = (item.detector, kind)
             fam = families.get(key)
             if fam is None:
                 fam = families[key] = family(item.detector, kind)
+            if rated(item.detector, kind):
+                conclusive.append((item.at, fam, (item.detector, kind)))
+            weight = strength * exp(-age_s / tau_s)
             miss[fam] = miss.get(fam, 1.0) * (1.0 - weight)
             count[fam] = count.get(fam, 0) + 1
             best = strongest.get(fam)
@@ -530,7 +635,34 @@ class SanctionPolicy:
         link_ids = [i for at, i in tally.links if now - at <= cfg.link_kick_window_s]
         if link_ids and recommended < SanctionLevel.KICK:
             recommended = SanctionLevel.KICK
+        if recommended < SanctionLevel.KICK and self._conclusive(tally, now):
+            recommended = SanctionLevel.KICK
         return tally, contributions, raw, factor, score, recommended, link_ids
+
+    def _conclusive(self, tally: _Tally, now: float) -> list[tuple[str, float]]:
+        """Families whose findings of the last ``conclusive_window_s`` seconds before ``now`` are
+        conclusive (module doc): ``(family, posterior)`` pairs, strongest first."""
+        cfg = self.config
+        counts: dict[str, dict[tuple[str, str], int]] = {}
+        for at, fam, key in tally.conclusive:
+            if 0.0 <= now - at <= cfg.conclusive_window_s:
+                kinds = counts.setdefault(fam, {})
+                kinds[key] = kinds.get(key, 0) + 1
+        if not counts:
+            return []
+        window_h = cfg.conclusive_window_s / 3600.0
+        prior_log_odds = math.log(cfg.conclusive_prior / (1.0 - cfg.conclusive_prior))
+        out = []
+        for fam, kinds in counts.items():
+            llr = 0.0
+            for (detector, kind), n in kinds.items():
+                honest, cheat = cfg.kind_rate(detector, kind)  # type: ignore[misc]
+                llr += n * math.log(cheat / honest) - (cheat - honest) * window_h
+            log_odds = prior_log_odds + llr
+            posterior = 1.0 / (1.0 + math.exp(-log_odds)) if log_odds > -700.0 else 0.0
+            if posterior >= cfg.conclusive_weight:
+                out.append((fam, posterior))
+        return sorted(out, key=lambda fc: (-fc[1], fc[0]))
 
     def recommended(self, player: str, now: float) -> SanctionLevel:
         """The level ``evaluate`` would recommend, without building the decision (cheaper)."""
@@ -549,6 +681,10 @@ class SanctionPolicy:
         ]
         if link_problem:
             reasons.insert(0, "link: recent desync/unplayable connection")
+        # Named only where it decided the level: above KICK the score speaks for itself.
+        for fam, combined in self._conclusive(tally, now) if cfg.level_for(score) < SanctionLevel.KICK else ():
+            reasons.insert(0, f"conclusive: {fam} findings of the last {cfg.conclusive_window_s:g} s give a "
+                              f"posterior of {combined:.3f} >= {cfg.conclusive_weight:g} (lab-measured rates)")
         return SanctionDecision(
             player=player,
             at=now,

@@ -1,21 +1,25 @@
-"""Embedded SQLite persistence for detections, decisions, reviews, appeals, profiles and players.
+"""The detection store: detections, decisions, reviews, appeals, profiles, players and sessions.
 
 The store only persists: the sanction and review logic live in ``sanctions`` and ``review``, which
-rebuild from what ``load_*`` returns after a restart.
+rebuild from what ``load_*`` returns after a restart. It runs on SQLite (a file, the default) or
+on PostgreSQL (``postgresql://...``, shared by a fleet); both speak the one schema of
+:mod:`~anticheat.judgement.store.schema`.
 
-Durability: the database runs in WAL mode. Writes are buffered in memory (the inline path never
-waits on the disk) and committed as one transaction when ``max_batch`` operations are pending, when
-``flush_interval_s`` has passed since the last commit (checked on every write and by ``poll()``),
-on ``flush()`` and on ``close()``. With ``autoflush=True`` a daemon thread also commits every
-``flush_interval_s``, so pending writes reach the disk within about a second even when no further
-write or poll arrives. Everything committed survives an abrupt stop of the process (SIGKILL): SQLite's
-WAL with ``synchronous=NORMAL`` loses nothing committed on a process crash, only possibly the last
-transactions on a power loss (set ``synchronous="FULL"`` for that). Reads flush first, so a reader
-always sees its own writes.
+Durability: writes are buffered in memory (the inline path never waits on the database) and
+committed as one transaction when ``max_batch`` operations are pending, when ``flush_interval_s``
+has passed since the last commit (checked on every write and by ``poll()``), on ``flush()`` and
+on ``close()``. With ``autoflush=True`` a daemon thread also commits every ``flush_interval_s``,
+so pending writes reach the database within about a second even when no further write or poll
+arrives: a process killed outright (SIGKILL) loses at most the last second. Reads flush first, so
+a reader always sees its own writes.
 
-Schema versioning: ``PRAGMA user_version`` holds the schema version. Opening a newer database than
-this code knows refuses to run (``StoreVersionError``); an older one is migrated step by step by the
-functions in ``_MIGRATIONS``.
+Schema versioning: opening a database of a newer schema than this code knows refuses to run
+(``StoreVersionError``); an older one is migrated step by step.
+
+Ids: detections, review items and appeals are written by id, and servers of a fleet share the
+database, so their ids come from blocks reserved atomically from the ``id_blocks`` counters
+(``reserve_ids``, or ``ids`` for a source handing them out one at a time); no two servers are
+ever given the same id, so none overwrites another's rows.
 
 Players: slots are reused, so everything is keyed by a stable *player key* (account id or name).
 Times are wall-clock seconds since the epoch unless stated otherwise.
@@ -26,133 +30,45 @@ from __future__ import annotations
 import json
 import logging
 import math
-import sqlite3
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from anticheat.events import Detection
+from anticheat.judgement.ids import IdBlocks
 from anticheat.judgement.review import Appeal, AppealStatus, ReviewItem, ReviewStatus
 from anticheat.judgement.sanctions import Evidence, SanctionDecision, SanctionLevel
+from anticheat.judgement.store.backend import Backend
+from anticheat.judgement.store.schema import (
+    ID_SPACES,
+    SCHEMA_VERSION,
+    migration,
+    upsert,
+)
+from anticheat.judgement.store.url import make_backend
 
-__all__ = ["SCHEMA_VERSION", "DetectionStore", "StoreConfig", "StoreVersionError", "StoredDetection"]
+__all__ = ["DetectionStore", "StoreConfig", "StoreVersionError", "StoredDetection", "StoredSession", "open_store"]
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
-"""The schema version this code writes (``PRAGMA user_version``)."""
-
-_SCHEMA_V1 = """
-CREATE TABLE IF NOT EXISTS players (
-    key TEXT PRIMARY KEY,
-    account_created REAL,
-    first_seen REAL NOT NULL,
-    last_seen REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS detections (
-    id INTEGER PRIMARY KEY,
-    player_key TEXT NOT NULL,
-    slot INTEGER NOT NULL,
-    tick INTEGER NOT NULL,
-    time_s REAL NOT NULL,
-    detector TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    value REAL,
-    severity REAL NOT NULL,
-    reason TEXT NOT NULL,
-    evidence TEXT NOT NULL,
-    recorded_at REAL NOT NULL,
-    dismissed INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS detections_player ON detections (player_key, recorded_at);
-CREATE INDEX IF NOT EXISTS detections_time ON detections (recorded_at);
-CREATE TABLE IF NOT EXISTS decisions (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    player_key TEXT NOT NULL,
-    at REAL NOT NULL,
-    recommended INTEGER NOT NULL,
-    applied INTEGER NOT NULL,
-    score REAL NOT NULL,
-    needs_review INTEGER NOT NULL,
-    reasons TEXT NOT NULL,
-    evidence_ids TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS decisions_player ON decisions (player_key, at);
-CREATE TABLE IF NOT EXISTS review_items (
-    id INTEGER PRIMARY KEY,
-    player_key TEXT NOT NULL,
-    created REAL NOT NULL,
-    recommended INTEGER NOT NULL,
-    score REAL NOT NULL,
-    applied INTEGER NOT NULL,
-    reasons TEXT NOT NULL,
-    evidence_ids TEXT NOT NULL,
-    status TEXT NOT NULL,
-    reviewer TEXT NOT NULL,
-    note TEXT NOT NULL,
-    decided_at REAL,
-    confirmed_level INTEGER,
-    expires_at REAL
-);
-CREATE TABLE IF NOT EXISTS appeals (
-    id INTEGER PRIMARY KEY,
-    player_key TEXT NOT NULL,
-    sanction_ref INTEGER NOT NULL,
-    filed REAL NOT NULL,
-    text TEXT NOT NULL,
-    status TEXT NOT NULL,
-    reviewer TEXT NOT NULL,
-    decision_note TEXT NOT NULL,
-    decided_at REAL
-);
-CREATE TABLE IF NOT EXISTS profiles (
-    player_key TEXT NOT NULL,
-    detector TEXT NOT NULL,
-    blob TEXT NOT NULL,
-    updated_at REAL NOT NULL,
-    PRIMARY KEY (player_key, detector)
-);
-"""
-
-_MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
-    # version v -> function upgrading a database at v-1 to v. Version 1 is the initial schema.
-    1: lambda conn: _execute_script(conn, _SCHEMA_V1),
-}
-
-
-def _execute_script(conn: sqlite3.Connection, script: str) -> None:
-    # Not ``executescript``: it commits first, which would split a migration from its version bump.
-    for statement in script.split(";"):
-        if statement.strip():
-            conn.execute(statement)
-
-
-_INSERT_DETECTION = (
-    "INSERT OR REPLACE INTO detections (id, player_key, slot, tick, time_s, detector, kind, value, severity,"
-    " reason, evidence, recorded_at, dismissed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)"
-)
+_INSERT_DETECTION = upsert("detections")
 _INSERT_DECISION = (
     "INSERT INTO decisions (player_key, at, recommended, applied, score, needs_review, reasons, evidence_ids)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
-_UPSERT_REVIEW = (
-    "INSERT OR REPLACE INTO review_items (id, player_key, created, recommended, score, applied, reasons,"
-    " evidence_ids, status, reviewer, note, decided_at, confirmed_level, expires_at)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-_UPSERT_APPEAL = (
-    "INSERT OR REPLACE INTO appeals (id, player_key, sanction_ref, filed, text, status, reviewer,"
-    " decision_note, decided_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-_UPSERT_PROFILE = "INSERT OR REPLACE INTO profiles (player_key, detector, blob, updated_at) VALUES (?, ?, ?, ?)"
+_UPSERT_REVIEW = upsert("review_items")
+_UPSERT_APPEAL = upsert("appeals")
+_UPSERT_PROFILE = upsert("profiles")
 _UPSERT_PLAYER = (
     "INSERT INTO players (key, account_created, first_seen, last_seen) VALUES (?, ?, ?, ?)"
-    " ON CONFLICT(key) DO UPDATE SET last_seen = excluded.last_seen,"
+    " ON CONFLICT (key) DO UPDATE SET last_seen = excluded.last_seen,"
     " account_created = COALESCE(excluded.account_created, players.account_created)"
 )
+_OPEN_SESSION = upsert("sessions")
+_CLOSE_SESSION = "UPDATE sessions SET disconnected_at = ?, reason = ? WHERE id = ?"
 _DISMISS = "UPDATE detections SET dismissed = 1 WHERE id = ?"
 
 
@@ -170,7 +86,7 @@ class StoreConfig:
         autoflush: run a daemon thread committing every ``flush_interval_s`` (off for single-threaded
             tests that call ``poll``/``flush`` themselves).
         synchronous: SQLite ``synchronous`` pragma: NORMAL survives process crashes; FULL also power loss.
-        busy_timeout_ms: how long to wait for a lock held by another connection (ms).
+        busy_timeout_ms: how long SQLite waits for a lock held by another connection (ms).
     """
 
     flush_interval_s: float = 1.0
@@ -203,23 +119,55 @@ class StoredDetection:
     dismissed: bool
 
 
+@dataclass(frozen=True, slots=True)
+class StoredSession:
+    """One stay of a player on a server.
+
+    Attributes: id; player_key; name (as the client sent it); slot; address (``host:port``);
+        server_id (the server run or match that hosted it); connected_at, disconnected_at (epoch
+        s; None while connected, or when the server died without closing it); reason (``client``,
+        ``timeout``, ``kicked``, ``shutdown``; None while open).
+    """
+
+    id: str
+    player_key: str
+    name: str
+    slot: int
+    address: str
+    server_id: str
+    connected_at: float
+    disconnected_at: float | None
+    reason: str | None
+
+
+def open_store(target: str | os.PathLike[str], config: StoreConfig | None = None) -> DetectionStore:
+    """Open the store at ``target``: a path or ``sqlite:///`` URL (SQLite), ``postgresql://...``
+    (PostgreSQL) or ``:memory:``."""
+    return DetectionStore(target, config)
+
+
 class DetectionStore:
-    """SQLite-backed persistence. Thread-safe: one connection, writes buffered under a short lock.
+    """Buffered persistence over a :class:`Backend`. Thread-safe: writes are buffered under a short lock.
 
     Args:
-        path: database file (``":memory:"`` for a throwaway store; durability needs a file).
+        target: a path, ``sqlite:///`` or ``postgresql://`` URL, ``":memory:"``, or an open backend.
         config: batching and durability settings.
         monotonic: clock for the flush timer (s, monotonic); injected so tests can drive it.
     """
 
     def __init__(
         self,
-        path: str | Path,
+        target: str | os.PathLike[str] | Backend,
         config: StoreConfig | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config or StoreConfig()
-        self.path = str(path)
+        if isinstance(target, Backend):
+            self._db = target
+        else:
+            self._db = make_backend(target, self.config.synchronous, self.config.busy_timeout_ms)
+        self.path = self._db.name
+        self.dialect = self._db.dialect
         self._monotonic = monotonic
         # Two locks so that a writer on the inline path only ever waits for a list append: the
         # buffer lock guards the pending list; the database lock guards the connection and is held
@@ -229,15 +177,11 @@ class DetectionStore:
         self._pending: list[tuple[str, tuple[Any, ...]]] = []
         self._last_commit = monotonic()
         self._closed = False
-        # isolation_level=None: we open and commit transactions explicitly, one per batch.
-        self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._conn.execute(f"PRAGMA busy_timeout = {int(self.config.busy_timeout_ms)}")
-        if self.path != ":memory:":
-            mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
-                log.warning("store %s: journal_mode is %s, not wal", self.path, mode)
-        self._conn.execute(f"PRAGMA synchronous = {self.config.synchronous.upper()}")
-        self._migrate()
+        try:
+            self._migrate()
+        except BaseException:
+            self._db.close()
+            raise
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         if self.config.autoflush:
@@ -247,28 +191,23 @@ class DetectionStore:
     # --- lifecycle ------------------------------------------------------------------------
 
     def _migrate(self) -> None:
-        version = int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+        version = self._db.schema_version()
         if version > SCHEMA_VERSION:
-            self._conn.close()
             raise StoreVersionError(f"{self.path}: schema version {version} is newer than this code's {SCHEMA_VERSION}")
         while version < SCHEMA_VERSION:
             target = version + 1
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                _MIGRATIONS[target](self._conn)
-                self._conn.execute(f"PRAGMA user_version = {target}")
-                self._conn.execute("COMMIT")
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            log.info("store %s: migrated schema %d -> %d", self.path, version, target)
-            version = target
+            if self._db.migrate(target, migration(target, self.dialect)):
+                log.info("store %s: migrated schema %d -> %d", self.path, version, target)
+            # Another server may have migrated meanwhile: continue from what the database says.
+            version = self._db.schema_version()
+            if version > SCHEMA_VERSION:
+                raise StoreVersionError(f"{self.path}: schema version {version} is newer than this code's {SCHEMA_VERSION}")
 
     @property
     def schema_version(self) -> int:
         """The schema version of the open database."""
         with self._db_lock:
-            return int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+            return self._db.schema_version()
 
     def flush(self) -> int:
         """Commit every pending write in one transaction; returns how many were written."""
@@ -279,25 +218,9 @@ class DetectionStore:
             if not pending:
                 self._last_commit = self._monotonic()
                 return 0
-            conn = self._conn
-            conn.execute("BEGIN")
             try:
-                # Consecutive writes with the same statement go through executemany; order is kept
-                # because a later write (a dismissal) may depend on an earlier one (the insert).
-                start = 0
-                while start < len(pending):
-                    sql = pending[start][0]
-                    end = start + 1
-                    while end < len(pending) and pending[end][0] == sql:
-                        end += 1
-                    rows = [params for _, params in pending[start:end]]
-                    if sql is _INSERT_DETECTION:
-                        rows = [(*r[:10], _dumps(dict(r[10])), *r[11:]) for r in rows]
-                    conn.executemany(sql, rows)
-                    start = end
-                conn.execute("COMMIT")
+                self._db.write(_batches(pending))
             except BaseException:
-                conn.execute("ROLLBACK")
                 # Keep the writes for the next attempt rather than silently losing them.
                 with self._buffer_lock:
                     self._pending = pending + self._pending
@@ -306,7 +229,13 @@ class DetectionStore:
             return len(pending)
 
     def poll(self) -> int:
-        """Commit if ``flush_interval_s`` has passed since the last commit (call from the tick loop)."""
+        """Commit if ``flush_interval_s`` has passed since the last commit (call from the tick loop).
+        With the autoflush thread running this is its job, and the tick loop never waits on a commit."""
+        if self._thread is not None:
+            return 0
+        return self._poll()
+
+    def _poll(self) -> int:
         with self._buffer_lock:
             due = bool(self._pending) and self._monotonic() - self._last_commit >= self.config.flush_interval_s
         return self.flush() if due else 0
@@ -327,8 +256,10 @@ class DetectionStore:
                 if self._closed:
                     return
                 self._closed = True  # refuse writes from here on; those already buffered are flushed
-            self.flush()
-            self._conn.close()
+            try:
+                self.flush()
+            finally:
+                self._db.close()
 
     def __enter__(self) -> DetectionStore:
         return self
@@ -341,8 +272,8 @@ class DetectionStore:
         # Wake at half the interval so a write never waits much longer than the interval.
         while not self._stop.wait(interval / 2.0):
             try:
-                self.poll()
-            except sqlite3.Error:
+                self._poll()
+            except self._db.errors:
                 log.exception("store %s: background flush failed", self.path)
 
     def _write(self, sql: str, params: tuple[Any, ...]) -> None:
@@ -357,6 +288,29 @@ class DetectionStore:
             )
         if due:
             self.flush()
+
+    # --- ids ------------------------------------------------------------------------------
+
+    def reserve_ids(self, space: str, count: int) -> range:
+        """Reserve ``count`` ids of ``space`` (``detection``, ``review`` or ``appeal``): committed at
+        once, and never given to any other caller of this or any other store on the database.
+        One round trip; it waits for a commit of the flush thread in progress."""
+        if space not in ID_SPACES:
+            raise ValueError(f"unknown id space {space!r}: one of {sorted(ID_SPACES)}")
+        if count < 1:
+            raise ValueError(f"count must be >= 1, got {count!r}")
+        # The database lock: the SQLite connection is shared with the flush thread, whose commit
+        # must not interleave with the reservation's transaction.
+        with self._db_lock:
+            if self._closed:
+                raise RuntimeError(f"store {self.path} is closed")
+            return self._db.reserve_ids(space, count)
+
+    def ids(self, space: str, block_size: int = 256) -> IdBlocks:
+        """A source of ``space`` ids reserving ``block_size`` at a time (see ``reserve_ids``)."""
+        if space not in ID_SPACES:
+            raise ValueError(f"unknown id space {space!r}: one of {sorted(ID_SPACES)}")
+        return IdBlocks(lambda count: self.reserve_ids(space, count), block_size)
 
     # --- writes ---------------------------------------------------------------------------
 
@@ -378,6 +332,7 @@ class DetectionStore:
                 d.reason,
                 d.evidence,  # encoded at flush time, off the inline path (often in the flush thread)
                 recorded_at,
+                0,
             ),
         )
 
@@ -456,15 +411,32 @@ class DetectionStore:
         else:
             self._write("DELETE FROM profiles WHERE player_key = ? AND detector = ?", (player_key, detector))
 
+    def open_session(
+        self,
+        session_id: str,
+        player_key: str,
+        name: str,
+        slot: int,
+        address: str,
+        server_id: str,
+        connected_at: float,
+    ) -> None:
+        """Record that ``player_key`` joined ``server_id`` in ``slot`` at ``connected_at`` (epoch s)."""
+        self._write(_OPEN_SESSION, (session_id, player_key, name, slot, address, server_id, connected_at, None, None))
+
+    def close_session(self, session_id: str, disconnected_at: float, reason: str) -> None:
+        """Record that session ``session_id`` ended at ``disconnected_at`` (epoch s) for ``reason``."""
+        self._write(_CLOSE_SESSION, (disconnected_at, reason, session_id))
+
     # --- reads (each flushes first) -------------------------------------------------------
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._db_lock:
             self.flush()
-            return self._conn.execute(sql, tuple(params)).fetchall()
+            return self._db.query(sql, params)
 
     def max_detection_id(self) -> int:
-        """The largest evidence id stored (0 when none): the pipeline continues after it."""
+        """The largest evidence id stored (0 when none)."""
         row = self._query("SELECT COALESCE(MAX(id), 0) FROM detections")
         return int(row[0][0])
 
@@ -573,6 +545,11 @@ class DetectionStore:
         """``{player key: account creation time (epoch s) or None}``."""
         return {key: created for key, created in self._query("SELECT key, account_created FROM players")}
 
+    def load_account_created(self, player_key: str) -> float | None:
+        """``player_key``'s stored account creation time (epoch s), None when unknown."""
+        rows = self._query("SELECT account_created FROM players WHERE key = ?", (player_key,))
+        return rows[0][0] if rows else None
+
     def load_profile(self, player_key: str, detector: str) -> dict[str, Any] | None:
         """``detector``'s stored lifetime profile of ``player_key``, or None."""
         rows = self._query("SELECT blob FROM profiles WHERE player_key = ? AND detector = ?", (player_key, detector))
@@ -582,6 +559,35 @@ class DetectionStore:
         """Every stored lifetime profile of ``player_key``: ``{detector: profile}``."""
         rows = self._query("SELECT detector, blob FROM profiles WHERE player_key = ? ORDER BY detector", (player_key,))
         return {detector: json.loads(blob) for detector, blob in rows}
+
+    def load_sessions(self, player_key: str | None = None, server_id: str | None = None) -> list[StoredSession]:
+        """Stored sessions (of ``player_key`` / on ``server_id``), by connection time."""
+        sql = (
+            "SELECT id, player_key, name, slot, address, server_id, connected_at, disconnected_at, reason"
+            " FROM sessions WHERE 1=1"
+        )
+        params: list[Any] = []
+        if player_key is not None:
+            sql += " AND player_key = ?"
+            params.append(player_key)
+        if server_id is not None:
+            sql += " AND server_id = ?"
+            params.append(server_id)
+        return [StoredSession(*row) for row in self._query(sql + " ORDER BY connected_at, id", params)]
+
+
+def _batches(pending: list[tuple[str, tuple[Any, ...]]]) -> list[tuple[str, list[tuple[Any, ...]]]]:
+    # Consecutive writes with the same statement go through one executemany; order is kept
+    # because a later write (a dismissal) may depend on an earlier one (the insert).
+    out: list[tuple[str, list[tuple[Any, ...]]]] = []
+    for sql, params in pending:
+        if sql is _INSERT_DETECTION:
+            params = (*params[:10], _dumps(dict(params[10])), *params[11:])
+        if out and out[-1][0] is sql:
+            out[-1][1].append(params)
+        else:
+            out.append((sql, [params]))
+    return out
 
 
 def _json_default(value: Any) -> Any:
@@ -602,3 +608,4 @@ def _dumps(value: Any) -> str:
 def _finite_or_none(value: float) -> float | None:
     # SQLite stores NaN as NULL anyway; make that explicit so reading back restores NaN.
     return value if not (isinstance(value, float) and math.isnan(value)) else None
+
