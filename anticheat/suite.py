@@ -6,8 +6,11 @@ with the same tolerances yields the same detections as the live match did.
 
 from __future__ import annotations
 
+import functools
+import importlib.resources
 import logging
 import time
+import tomllib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -30,6 +33,7 @@ from anticheat.skip import SkipBook, SkipConfig
 from anticheat.judgement.store import DetectionStore
 from anticheat.tolerances import ToleranceError, apply_all
 from anticheat.detectors.trigger import TriggerConfig, TriggerDetector
+from anticheat.detectors.wallhack import WallhackConfig, WallhackDetector
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +52,23 @@ def default_configs() -> dict[str, Any]:
         "recoil": RecoilConfig(),
         "trigger": TriggerConfig(),
         "population": PopulationConfig(),
-        "sanctions": SanctionConfig(),
+        "wallhack": WallhackConfig(),
+        "sanctions": SanctionConfig(**shipped_sanction_calibration()),
+    }
+
+
+@functools.lru_cache(maxsize=1)
+def shipped_sanction_calibration() -> dict[str, Any]:
+    """The sanction policy's ``kind_weights`` and ``kind_rates`` as calibrated in the lab
+    (``anticheat/models/sanctions.toml``, written by ``referee lab calibrate --out``); empty when
+    the file is not shipped."""
+    resource = importlib.resources.files("anticheat.models").joinpath("sanctions.toml")
+    if not resource.is_file():
+        return {}
+    table = tomllib.loads(resource.read_text(encoding="utf-8")).get("sanctions", {})
+    return {
+        "kind_weights": tuple((str(kind), float(w)) for kind, w in table.get("kind_weights", [])),
+        "kind_rates": tuple((str(kind), float(h), float(c)) for kind, h, c in table.get("kind_rates", [])),
     }
 
 
@@ -75,6 +95,7 @@ def build_detectors(configs: Mapping[str, Any], model: TrainedModel | None) -> l
         RecoilDetector(configs["recoil"]),
         TriggerDetector(configs["trigger"]),
         PopulationDetector(configs["population"]),
+        WallhackDetector(configs["wallhack"]),
     ]
     if model is not None:
         detectors.append(AimDetectDetector(model, configs["aimdetect"]))

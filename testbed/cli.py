@@ -1,9 +1,13 @@
 """The ``referee`` command: serve, bots, match, replay.
 
     referee serve  [--map M] [--tick-rate 64|128] [--port P] [--bind 127.0.0.1] [--duration S] [--replay F]
+                   [--metrics-port P] [--metrics-host 127.0.0.1] [--log-json]
+                   [--admin-port P] [--admin-host 127.0.0.1] [--admin-token T | env REFEREE_ADMIN_TOKEN]
+                   [--db PATH|URL | --no-db]
     referee bots   --server HOST:PORT [--count N] [--profile P] [--ping-ms] [--loss] [--jitter-ms] [--duration S]
                    [--connect-timeout S]
     referee match  [SCENARIO.toml] [--virtual] [--duration S] [--seed N] [--json] [--replay F] [--tolerances F]
+                   [--db PATH|URL]
     referee replay FILE [--detect] [--tolerances F] [--json]
 
 ``-v`` / ``-vv`` (more logging) go anywhere on the command line; ``referee --version`` prints the
@@ -22,6 +26,7 @@ import asyncio
 import json
 import logging
 import math
+import os
 import socket
 import sys
 from collections.abc import Sequence
@@ -32,6 +37,7 @@ from rich.console import Console
 from rich.table import Table
 
 from testbed.argtypes import positive_float as _positive_float
+from testbed.logsetup import configure_logging
 
 __all__ = ["build_parser", "main", "verbosity"]
 
@@ -47,6 +53,10 @@ COMPILING_NOTICE = (
 )
 """Written on stderr before the first compile-heavy step of match, serve and bots when numba's
 cache of the kernels that command needs is cold."""
+
+SERVE_INFO_LOGGERS = ("server.activity_log", "referee.serve")
+"""Loggers ``serve`` shows at INFO without ``-v``: connects, disconnects, detections, sanctions,
+and (with ``--log-json``) where it listens."""
 
 _VERBOSE_SUB = "_verbose_"
 """Prefix of the ``-v`` counters of the subcommand parsers (one per nesting depth, summed)."""
@@ -183,13 +193,31 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--replay", metavar="FILE", help="record a replay file")
     serve.add_argument("--tolerances", metavar="FILE", help="TOML of detector tolerance overrides")
     serve.add_argument("--seed", type=_seed, default=0, help="seed of the server's random choices (default: 0)")
+    serve.add_argument("--metrics-port", type=_port, metavar="P",
+                       help="serve Prometheus metrics at http://HOST:P/metrics, 0 for any free port (default: none)")
+    serve.add_argument("--metrics-host", default="127.0.0.1",
+                       help="address of the metrics endpoint (default: 127.0.0.1, loopback only)")
+    serve.add_argument("--admin-port", type=_port, metavar="P",
+                       help="serve the admin page and API at http://HOST:P/, 0 for any free port (default: none)")
+    serve.add_argument("--admin-host", default="127.0.0.1",
+                       help="address of the admin page (default: 127.0.0.1, loopback only)")
+    serve.add_argument("--admin-token", metavar="T",
+                       help="the admin page's token, 16 characters or more (default: $REFEREE_ADMIN_TOKEN, "
+                            "else a new one, printed once)")
+    serve.add_argument("--log-json", action="store_true",
+                       help="log on stderr as one JSON object per line (time, level, logger, message, fields)")
+    serve.add_argument("--db", metavar="PATH|URL",
+                       help="store detections, sanctions, reviews, profiles and sessions in this SQLite file or "
+                            "postgresql:// database (default: $XDG_DATA_HOME/referee/referee.db)")
+    serve.add_argument("--no-db", action="store_true", help="store nothing (detections are only logged and reported)")
 
     bots = sub.add_parser("bots", help="connect bots to a server", description="Connect N bots of one profile to a server.")
     bots.add_argument("--server", type=_host_port, required=True, metavar="HOST:PORT", help="the server's address")
     bots.add_argument("--count", type=_count, default=4, help="number of bots (default: 4)")
     bots.add_argument("--profile", default="honest", help="a profile name (honest, a cheat, an installed one) or module:callable (default: honest)")
     bots.add_argument("--skill", default="average", choices=("low", "average", "high", "pro"), help="aim skill (default: average)")
-    bots.add_argument("--map", default="corridors", help="the server's map: built-in name or file (default: corridors)")
+    bots.add_argument("--map", help="the server's map: built-in name or file; refused when the server runs another "
+                      "(default: the server's map, when it is built in)")
     bots.add_argument("--ping-ms", type=_non_negative_float, default=0.0, help="emulated round trip (ms, default: 0)")
     bots.add_argument("--jitter-ms", type=_non_negative_float, default=0.0, help="delay sd per direction (ms, default: 0)")
     bots.add_argument("--loss", type=_fraction, default=0.0, help="loss per direction, fraction (default: 0)")
@@ -217,6 +245,9 @@ def build_parser() -> argparse.ArgumentParser:
     match.add_argument("--port", type=_port, default=0, help="server UDP port in UDP mode (default: any free one)")
     match.add_argument("--no-progress", action="store_true", help="no live progress line on stderr")
     match.add_argument("--wide", action="store_true", help="the full results table (about 150 columns)")
+    match.add_argument("--db", metavar="PATH|URL",
+                       help="store the anti-cheat's conclusions and the sessions in this SQLite file or "
+                            "postgresql:// database (default: none)")
 
     replay = sub.add_parser("replay", help="summarise a replay", description="Summarise a replay file; --detect re-runs the detectors.")
     replay.add_argument("file", help="the replay file")
@@ -241,20 +272,6 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--json", action="store_true", help="print the report as one JSON object on the last line")
     evaluate.add_argument("--out", metavar="DIR", help="also store the matches as a lab corpus (referee lab report DIR)")
     evaluate.add_argument("--wide", action="store_true", help="the full table (about 150 columns)")
-
-    train_ad = sub.add_parser(
-        "train-aimdetect",
-        help="train AimDetect's classifier on labelled bot matches",
-        description="Play labelled virtual matches (honest bots and aim cheats), extract AimDetect's per-kill "
-        "features, train the SVM and save it with its held-out TPR/FPR (the sequential test's theta1/theta0).",
-    )
-    train_ad.add_argument("--matches", type=int, default=6, help="virtual matches to play (default 6)")
-    train_ad.add_argument("--duration", type=float, default=120.0, help="simulated seconds per match (default 120)")
-    train_ad.add_argument("--map", default="corridors", help="built-in map (default corridors)")
-    train_ad.add_argument("--honest", type=int, default=8, help="honest bots per match (default 8)")
-    train_ad.add_argument("--per-cheat", type=int, default=1, help="bots of each aim cheat per match (default 1)")
-    train_ad.add_argument("--seed", type=int, default=2016, help="root seed (default 2016)")
-    train_ad.add_argument("--out", default=None, help="model path (default: the shipped anticheat/models/aimdetect.npz)")
 
     from testbed.lab.cli import add_lab_parser
 
@@ -403,11 +420,11 @@ def _cmd_match(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     progress = None if args.no_progress else _ProgressLine(err)
     try:
         if args.virtual:
-            result = run_virtual(scenario, replay_path=args.replay, progress=progress)
+            result = run_virtual(scenario, replay_path=args.replay, progress=progress, db=args.db)
         else:
             # The bots (and their link proxies) run in a process of their own on the stdlib loop,
             # so this process serves alone and can use uvloop.
-            result = _run_async(run_udp(scenario, port=args.port, replay_path=args.replay, progress=progress))
+            result = _run_async(run_udp(scenario, port=args.port, replay_path=args.replay, progress=progress, db=args.db))
     except (ScenarioError, BotProcessError) as exc:
         raise CliError(str(exc)) from exc
     finally:
@@ -523,40 +540,62 @@ def _cmd_evaluate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
-def _cmd_train_aimdetect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from pathlib import Path
+def _serve_db(args: argparse.Namespace) -> str | None:
+    """The database ``serve`` writes: ``--db``, none with ``--no-db``, else the default file."""
+    if args.no_db:
+        if args.db:
+            raise CliError("--db and --no-db exclude each other")
+        return None
+    if args.db:
+        return str(args.db)
+    from anticheat.judgement.store import default_sqlite_path
 
-    from testbed.train_aimdetect import DEFAULT_MODEL_PATH, collect, summary, train_and_save
-
-    if args.matches < 1 or args.duration <= 0:
-        raise CliError("--matches must be >= 1 and --duration > 0")
-    data = collect(args.matches, args.seed, args.duration, args.map, args.honest, args.per_cheat,
-                   progress=lambda line: err.write(line + "\n"))
-    if len(set(data.labels.tolist())) < 2:
-        raise CliError(f"need kills by both honest bots and aim cheats, got {len(data.labels)} kills")
-    path = Path(args.out) if args.out else DEFAULT_MODEL_PATH
-    model = train_and_save(data, args.seed, path)
-    for line in summary(model, data):
-        out.write(line + "\n")
-    out.write(f"saved {path} and {path.with_suffix('.json')}\n")
-    return EXIT_OK
+    return str(default_sqlite_path())
 
 
 def _cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     _announce_compiling("serve", err)
+    from server.metrics import MetricsConfig
     from testbed.standalone import ServeStatus, serve
 
     game_map = _load_map(args.map)
     overrides = _load_tolerances(args.tolerances)
     console = _console(out)
+    announce = logging.getLogger("referee.serve")
 
     def listening(address: tuple[str, int]) -> None:
         until = f" for {args.duration:g} s" if args.duration else " until Ctrl-C"
-        err.write(f"referee: serving {game_map.name} at {args.tick_rate} Hz on {address[0]}:{address[1]}{until}\n")
+        line = f"serving {game_map.name} at {args.tick_rate} Hz on {address[0]}:{address[1]}{until}"
+        if args.log_json:  # stderr holds JSON lines only
+            announce.info(line, extra={"event": "listening", "address": f"{address[0]}:{address[1]}"})
+            return
+        err.write(f"referee: {line}\n")
+        err.flush()
+
+    def metrics_listening(address: tuple[str, int]) -> None:
+        url = f"http://{address[0]}:{address[1]}/metrics"
+        if args.log_json:
+            announce.info("metrics on %s", url, extra={"event": "metrics_listening", "url": url})
+            return
+        err.write(f"referee: metrics on {url}\n")
         err.flush()
 
     def status(s: ServeStatus) -> None:
         log.info("t=%.0f s players=%d kills=%d detections=%d", s.time_s, s.players, s.kills, s.detections)
+
+    admin, generated = _admin_config(args)
+
+    def admin_listening(url: str) -> None:
+        # The token is shown here once, never logged: stdout under --log-json (stderr is JSON lines).
+        if args.log_json:
+            announce.info("admin page on %s", url, extra={"event": "admin_listening", "url": url})
+            if generated:
+                out.write(f"referee: admin token {admin.token}\n")
+                out.flush()
+            return
+        token = f"; token {admin.token}" if generated else " (token from --admin-token / REFEREE_ADMIN_TOKEN)"
+        err.write(f"referee: admin page on {url}{token}\n")
+        err.flush()
 
     try:
         report = _run_async(
@@ -571,12 +610,63 @@ def _cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 on_listening=listening,
                 status=status,
                 stop_on_sigint=True,
+                metrics=None if args.metrics_port is None else MetricsConfig(args.metrics_host, args.metrics_port),
+                on_metrics_listening=metrics_listening,
+                admin=admin,
+                on_admin_listening=admin_listening,
+                db=_serve_db(args),
             )
         )
     except OSError as exc:
-        raise CliError(f"cannot serve on {args.bind}:{args.port}: {exc.strerror or exc}") from exc
+        where = f"{args.bind}:{args.port}"
+        if args.metrics_port is not None:
+            where += f" (metrics {args.metrics_host}:{args.metrics_port})"
+        if args.admin_port is not None:
+            where += f" (admin {args.admin_host}:{args.admin_port})"
+        raise CliError(f"cannot serve on {where}: {exc.strerror or exc}") from exc
     console.print(_server_table(report))
+    console.print(_traffic_line(report))
+    console.print(_rejections_table(report))
     return EXIT_OK
+
+
+def _admin_config(args: argparse.Namespace) -> tuple[Any, bool]:
+    """The admin page's config from ``--admin-*`` (None without ``--admin-port``) and whether its
+    token was generated here (then it must be shown once)."""
+    if args.admin_port is None:
+        return None, False
+    from server.admin.config import AdminConfig, generate_token
+
+    token = args.admin_token or os.environ.get("REFEREE_ADMIN_TOKEN") or ""
+    generated = not token
+    if generated:
+        token = generate_token()
+    try:
+        return AdminConfig(args.admin_host, args.admin_port, token), generated
+    except ValueError as exc:
+        raise CliError(f"--admin-token: {exc}") from exc
+
+
+def _traffic_line(report: dict[str, Any]) -> str:
+    """The end of ``serve``: datagrams in and out, send errors, the kernel's drops at the socket."""
+    udp = report.get("udp", {})
+    drops = udp.get("kernel_drops")
+    return (f"datagrams: {udp.get('datagrams_received', 0)} in, {udp.get('datagrams_sent', 0)} out "
+            f"({udp.get('bytes_sent', 0)} B), {udp.get('send_errors', 0)} send errors, "
+            f"dropped by the kernel: {'-' if drops is None else drops}")
+
+
+def _rejections_table(report: dict[str, Any]) -> Table:
+    """Every datagram (or command, shot) the server refused, by reason (PROTOCOL.md section 8)."""
+    table = Table(title="rejected by reason", title_justify="left")
+    table.add_column("reason")
+    table.add_column("count", justify="right")
+    rejections = report.get("rejections", {})
+    for reason, n in sorted(rejections.items(), key=lambda kv: (-kv[1], kv[0])):
+        table.add_row(reason, str(n))
+    if not rejections:
+        table.add_row("(none)", "0")
+    return table
 
 
 def _server_table(report: dict[str, Any]) -> Table:
@@ -609,7 +699,7 @@ def _cmd_bots(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         default_registry().resolve(args.profile)
     except ValueError as exc:
         raise CliError(str(exc)) from exc
-    game_map = _load_map(args.map)
+    game_map = _load_map(args.map) if args.map is not None else None
     mismatches_before = map_mismatches()
     try:
         stats = _run_async(
@@ -663,7 +753,6 @@ _COMMANDS = {
     "replay": _cmd_replay,
     "serve": _cmd_serve,
     "bots": _cmd_bots,
-    "train-aimdetect": _cmd_train_aimdetect,
     "evaluate": _cmd_evaluate,
 }
 
@@ -678,11 +767,9 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
     except SystemExit as exc:
         # argparse exits on --help (0) and on usage errors (2); return that as our status.
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
-    logging.basicConfig(
-        level=(logging.WARNING, logging.INFO, logging.DEBUG)[min(verbosity(args), 2)],
-        stream=err,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    serving = args.command == "serve"
+    configure_logging(verbosity(args), err, json_lines=getattr(args, "log_json", False), timed=serving,
+                      info_loggers=SERVE_INFO_LOGGERS if serving else ())
     try:
         return _COMMANDS[args.command](args, out, err)
     except CliError as exc:

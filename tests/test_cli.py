@@ -29,15 +29,15 @@ def run_cli(*argv: str) -> tuple[int, str, str]:
 # --- parsing ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("command", [[], ["serve"], ["bots"], ["match"], ["replay"], ["evaluate"], ["train-aimdetect"]])
+@pytest.mark.parametrize("command", [[], ["serve"], ["bots"], ["match"], ["replay"], ["evaluate"], ["lab", "train-aimdetect"]])
 def test_help_for_every_subcommand(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*command, "--help"]) == 0
     text = capsys.readouterr().out
     assert text.startswith("usage: referee")
     for flag in {"serve": ["--tick-rate", "--bind", "--replay"], "bots": ["--server", "--ping-ms", "--loss"],
                  "match": ["--virtual", "--json", "--tolerances"], "replay": ["--detect"],
-                 "evaluate": ["--deadline", "--jobs"], "train-aimdetect": ["--matches"]}.get(
-        command[0] if command else "", ["serve", "bots", "match", "replay", "evaluate", "train-aimdetect"]
+                 "evaluate": ["--deadline", "--jobs"], "lab": ["--holdout", "--target-fpr"]}.get(
+        command[0] if command else "", ["serve", "bots", "match", "replay", "evaluate", "lab"]
     ):
         assert flag in text
 
@@ -288,8 +288,9 @@ def test_serve_and_bots_over_loopback(tmp_path: Path) -> None:
         return await server, stats
 
     report, stats = asyncio.run(scenario())
-    assert {p["name"] for p in report["players"]} <= {"honest-1", "honest-2"}
-    assert report["counters"]["connects"] == 2
+    # The swarm's probe reads the server's map with one short session first.
+    assert {p["name"] for p in report["players"]} <= {"honest-1", "honest-2", "honest-probe"}
+    assert report["counters"]["connects"] == 3
     assert all(s.slot is not None for s in stats)
     reader = ReplayReader(replay)
     assert reader.header["kind"] == "referee-serve"
@@ -414,16 +415,14 @@ def test_swarm_behind_the_link_emulator_names_the_server_when_unanswered() -> No
                                   duration_s=30.0, connect_timeout_s=0.4))
 
 
-def test_bots_count_map_mismatches_and_log_one_warning(caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Three bots with the wrong map against a real server: one WARNING record, and the bots
-    command says how many bots met the mismatch."""
+def test_bots_refuse_another_map_than_the_servers() -> None:
+    """Bots given another map than the one a real server runs: exit 1 with one line, before
+    any bot plays (tests/test_bots_map.py: without --map they take the server's)."""
     import threading
 
-    import bots.client as client_module
     from testbed.standalone import serve
     from world.mapfile import builtin_map
 
-    monkeypatch.setattr(client_module, "_MAP_MISMATCH", client_module.RepeatedWarning(client_module.log))
     listening = threading.Event()
     address: list[tuple[str, int]] = []
 
@@ -437,13 +436,11 @@ def test_bots_count_map_mismatches_and_log_one_warning(caplog: pytest.LogCapture
     server.start()
     assert listening.wait(60.0)
     host, port = address[0]
-    with caplog.at_level("WARNING", logger="bots.client"):
-        code, _, err = run_cli("bots", "--server", f"{host}:{port}", "--count", "3", "--duration", "1.5", "--map", "corridors")
+    code, out, err = run_cli("bots", "--server", f"{host}:{port}", "--count", "3", "--duration", "1.5", "--map", "corridors")
     server.join(30.0)
-    assert code == 0, err
-    mismatch = [r for r in caplog.records if "server runs map" in r.getMessage()]
-    assert len(mismatch) == 1 and "'open'" in mismatch[0].getMessage()
-    assert "referee: 3 of 3 bots: the server runs map 'open', these bots have 'corridors' (--map open)" in err
+    assert code == 1 and out == ""
+    lines = [line for line in err.splitlines() if not line.startswith("referee: compiling")]
+    assert lines == ["referee: the server runs map 'open', not 'corridors' (from builtin:corridors): leave out --map to play it"]
 
 
 def test_compile_notice_only_when_the_kernel_cache_is_cold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

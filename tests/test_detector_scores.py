@@ -489,7 +489,7 @@ def test_a_known_player_without_evidence_scores_zero(name: str, make: Callable[[
 def test_every_detector_of_the_suite_reports_scores(model: TrainedModel) -> None:
     detectors = build_detectors(default_configs(), model)
     assert {d.name for d in detectors} == {"bustaim", "cbug", "iw4m", "aimstats", "fire", "movement", "recoil",
-                                          "trigger", "population", "aimdetect"}
+                                          "trigger", "population", "aimdetect", "wallhack"}
     for det in detectors:
         assert type(det).scores is not Detector.scores, det.name
 
@@ -641,15 +641,15 @@ def test_trigger_llr_over_its_boundary_and_kept_after_an_honest_restart() -> Non
     assert det.scores(1)["llr"] == pytest.approx((TRIGGER_NEED - 1) * up / log_a)
 
 
-def test_aimdetect_llr_over_ln_a(model: TrainedModel) -> None:
+def test_aimdetect_llr_is_the_cusum_peak_over_h(model: TrainedModel) -> None:
     det = AimDetectDetector(model)
     events: list[Any] = []
     for k in range(8):
         events += aimdetect_t.aimbot_kill(1, 10 + k, 100 * k)
     found = aimdetect_t.run(det, aimdetect_t.book(1, *range(10, 20)), events)
-    walk = det.walk(1)
-    assert det.scores(1) == {"llr": pytest.approx(walk.log_lr / walk.thresholds.log_upper), "bait_hit": 0.0}
-    assert found[0].value / walk.thresholds.log_upper >= 1.0
+    c = det.cusum(1)
+    assert det.scores(1) == {"llr": pytest.approx(c.peak / det.h), "bait_hit": 0.0}
+    assert found[0].value / det.h >= 1.0 and c.peak >= det.h
 
 
 def test_population_scores_are_the_z_that_evaluate_judges() -> None:

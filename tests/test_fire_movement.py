@@ -285,7 +285,7 @@ def test_every_config_field_can_be_overridden_from_toml() -> None:
     sd_floor = [["hit_ratio", 0.02]]
     lower_is_suspicious = ["time_to_kill_s", "reaction_s"]
     [aimdetect]
-    alpha = 0.005
+    false_alarm_player_hours = 500
     [aimdetect.features]
     shot_ring = 16
     """
@@ -296,7 +296,7 @@ def test_every_config_field_can_be_overridden_from_toml() -> None:
     assert out["movement"].teleport.count == 2 and out["movement"].lag_grace_s == 2.0
     assert out["aimstats"].window_samples == 1024
     assert out["population"].sd_floor == (("hit_ratio", 0.02),)
-    assert out["aimdetect"].alpha == 0.005 and out["aimdetect"].features.shot_ring == 16
+    assert out["aimdetect"].false_alarm_player_hours == 500.0 and out["aimdetect"].features.shot_ring == 16
     with pytest.raises(tolerances.ToleranceError):
         tolerances.apply_all(configs, tolerances.load_overrides("[fire]\nbacktrack_min = 30\n"))
 

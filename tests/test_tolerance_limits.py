@@ -19,10 +19,9 @@ from anticheat.suite import resolve_configs
 from anticheat.tolerances import ToleranceError, apply_overrides
 
 REFUSED = [
-    ("aimdetect", "alpha", 0.0),
-    ("aimdetect", "alpha", 1.0),
-    ("aimdetect", "beta", -1.0),
-    ("aimdetect", "beta", 0.9995),  # alpha + beta >= 1: the walk could decide both ways at once
+    ("aimdetect", "false_alarm_player_hours", 0.0),
+    ("aimdetect", "kills_per_hour", -1.0),
+    ("aimdetect", "false_alarm_player_hours", 0.001),  # under one kill: every kill would alarm
     ("iw4m", "strain_decay_base", 2.0),  # grows instead of decaying, then overflows
     ("iw4m", "strain_decay_base", -1.0),  # no real powers
     ("iw4m", "strain_decay_base", 0.0),
@@ -39,8 +38,8 @@ def test_a_value_that_would_break_the_detector_is_refused(section: str, key: str
 
 
 def test_the_defaults_and_the_edges_that_still_make_sense_are_taken() -> None:
-    configs = resolve_configs({"aimdetect": {"alpha": 0.2, "beta": 0.7}, "iw4m": {"strain_decay_base": 1.0}})
-    assert configs["aimdetect"].alpha == 0.2 and configs["iw4m"].strain_decay_base == 1.0
+    configs = resolve_configs({"aimdetect": {"false_alarm_player_hours": 50.0}, "iw4m": {"strain_decay_base": 1.0}})
+    assert configs["aimdetect"].false_alarm_player_hours == 50.0 and configs["iw4m"].strain_decay_base == 1.0
 
 
 def test_an_offset_limit_past_the_largest_float_is_infinite() -> None:

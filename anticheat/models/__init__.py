@@ -1,6 +1,7 @@
-"""Shipped detector models (package data), loaded with ``importlib.resources``.
+"""Shipped detector models and calibrations (package data), loaded with ``importlib.resources``.
 
-``aimdetect.npz`` + ``aimdetect.json``: AimDetect's per-kill SVM, written by
-``anticheat.detectors.aimdetect.model.save_model``. None is shipped yet: it must be trained on labelled bot
-matches, and ``load_shipped_model`` says so when the files are missing.
+- ``aimdetect.npz`` + ``aimdetect.json``: AimDetect's per-kill classifier (gradient-boosted trees as
+  arrays, with its held-out rates), written by ``referee lab train-aimdetect``.
+- ``sanctions.toml``: the sanction policy's calibrated kind weights, written by
+  ``referee lab calibrate --out``; a ``--tolerances`` file, read as the policy's defaults.
 """

@@ -5,6 +5,10 @@
     referee lab tune DIR --target-fpr-per-hour R --deadline S [--detectors A,B] [--params S.K,...]
                      [--trials N] [--holdout DIR] [--out tuned.toml]
     referee lab report DIR --out report.html [--run NAME] [--compare DIR[:RUN]] [--json]
+    referee lab goals DIR [--run NAME] [--compare RUN] [--kills] [--json]
+    referee lab calibrate DIR [--run NAME] [--prior P] [--out sanctions.toml]
+    referee lab train-aimdetect DIR [--holdout DIR] [--target-fpr F] [--out PATH]
+    referee lab fidelity DIR [--jobs N] [--json]   (honest bots against real-player figures)
     referee lab export DIR OUTDIR        (every table as Parquet)
     referee lab sql DIR "SELECT ..."     (read-only SQL over the corpus)
 
@@ -37,7 +41,7 @@ def add_lab_parser(sub: Any) -> None:
     """Add ``lab`` and its subcommands to the ``referee`` parser's subparsers."""
     lab = sub.add_parser("lab", help="the tuning lab: corpora, metrics with intervals, tolerance search, report",
                          description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    cmds = lab.add_subparsers(dest="lab_command", required=True, metavar="{corpus,rerun,tune,report,export,sql}")
+    cmds = lab.add_subparsers(dest="lab_command", required=True, metavar="{corpus,rerun,tune,report,goals,calibrate,train-aimdetect,fidelity,export,sql}")
 
     corpus = cmds.add_parser("corpus", help="play a spec's labelled matches into a corpus directory (resumable)")
     corpus.add_argument("spec", help="corpus spec TOML, or a built-in spec name (standard, smoke)")
@@ -79,9 +83,42 @@ def add_lab_parser(sub: Any) -> None:
     report.add_argument("--compare", metavar="DIR[:RUN]", help="a second corpus (or run) shown side by side")
     report.add_argument("--json", action="store_true", help="print the numbers as one JSON object instead")
 
+    goals = cmds.add_parser("goals", help="the detection goals (honest alarms, subtle and blatant TPR, "
+                            "AimDetect, sanctions) of a run, side by side with another")
+    goals.add_argument("dir")
+    goals.add_argument("--run", default="base")
+    goals.add_argument("--compare", metavar="RUN", help="another run of the same corpus, shown first (before)")
+    goals.add_argument("--kills", action="store_true",
+                       help="also score the shipped AimDetect model on this corpus's kills (decodes every stream)")
+    goals.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+
+    calib = cmds.add_parser("calibrate", help="the sanction policy's kind weights from each kind's likelihood ratio")
+    calib.add_argument("dir")
+    calib.add_argument("--run", default="base", help="the detections of this run (default base)")
+    calib.add_argument("--prior", type=positive_float, default=0.02,
+                       help="prevalence of cheaters the posterior assumes (default 0.02)")
+    calib.add_argument("--out", metavar="FILE", help="write a --tolerances file with [sanctions] kind_weights")
+    calib.add_argument("--json", action="store_true", help="print the table as one JSON object")
+
+    train = cmds.add_parser("train-aimdetect", help="train AimDetect's per-kill classifier on a corpus's kills")
+    train.add_argument("dir", help="the training corpus")
+    train.add_argument("--holdout", metavar="DIR", help="measure the rates and ROC on this corpus's kills "
+                       "(otherwise out-of-fold, grouped by match)")
+    train.add_argument("--target-fpr", type=positive_float, default=0.05,
+                       help="per-kill false-positive rate of honest kills the threshold allows (default 0.05)")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--out", metavar="PATH", help="model files PATH.npz and PATH.json (default DIR/aimdetect)")
+    train.add_argument("--json", action="store_true", help="print the measured rates as one JSON object")
+
     export = cmds.add_parser("export", help="write every table of the corpus as Parquet")
     export.add_argument("dir")
     export.add_argument("outdir")
+
+    fidelity = cmds.add_parser("fidelity", help="the honest players' figures (IW4MAdmin's hit mix and offset, "
+                               "reaction time, Fitts' law, variety) beside the real-player references")
+    fidelity.add_argument("dir")
+    fidelity.add_argument("--jobs", type=positive_int, default=1, help="worker processes decoding streams (1)")
+    fidelity.add_argument("--json", action="store_true", help="print the figures as one JSON object")
 
     sql = cmds.add_parser("sql", help="run a read-only SQL query over the corpus")
     sql.add_argument("dir")
@@ -90,9 +127,17 @@ def add_lab_parser(sub: Any) -> None:
 
 def run_lab(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run one ``referee lab`` subcommand; LabError for a user-facing failure."""
-    handler = {"corpus": _corpus, "rerun": _rerun, "tune": _tune, "report": _report, "export": _export,
-               "sql": _sql}[args.lab_command]
-    return handler(args, out, err)
+    import duckdb
+
+    handler = {"corpus": _corpus, "rerun": _rerun, "tune": _tune, "report": _report, "goals": _goals,
+               "calibrate": _calibrate, "train-aimdetect": _train_aimdetect, "export": _export,
+               "sql": _sql, "fidelity": _fidelity}[args.lab_command]
+    try:
+        return handler(args, out, err)
+    except duckdb.IOException as exc:
+        # Another process (a build or re-run) holds the corpus: say so in one line.
+        raise LabError(f"{args.dir if hasattr(args, 'dir') else ''}: the corpus database is busy or unreadable "
+                       f"({str(exc).splitlines()[0]})") from exc
 
 
 def _console(out: TextIO) -> Console:
@@ -163,6 +208,143 @@ def _corpus(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                   f"in {report.wall_s:.0f} s\n{stored_h:.2f} player-hours stored, database {size / 1e6:.1f} MB\n"
                   f"per player-hour: database {summary['db_mb_per_player_hour']} MB, "
                   f"streams {summary['stream_mb_per_player_hour']} MB\n")
+    return 0
+
+
+def _goals(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from anticheat.detectors.aimdetect.model import evaluate, load_shipped_model
+    from testbed.lab.goals import goal_rows, goals
+    from testbed.lab.kills import corpus_kill_rows
+    from testbed.lab.store import open_store
+
+    try:
+        store = open_store(args.dir, read_only=True)
+    except FileNotFoundError as exc:
+        raise LabError(str(exc)) from exc
+    try:
+        runs = [r for r in (args.compare, args.run) if r]
+        missing = [r for r in runs if r not in store.runs()]
+        if missing:
+            raise LabError(f"{args.dir} has no run {missing[0]!r}; runs: {', '.join(store.runs())}")
+        model = load_shipped_model()
+        kill_rates = None
+        if args.kills:
+            err.write("scoring the shipped AimDetect model on every kill ...\n")
+            rows = corpus_kill_rows(store)
+            kill_rates = evaluate(model, rows.features, rows.labels, rows.strata)
+        figures = [goals(store, run, kill_rates, model) for run in runs]
+    finally:
+        store.close()
+    if args.json:
+        out.write(json.dumps({"runs": figures}) + "\n")
+        return 0
+    console = _console(out)
+    c = figures[0]["corpus"]
+    table = Table(title=f"{args.dir}: {c['matches']} matches, {c['player_hours']:.1f} player-hours "
+                        f"({c['honest_player_hours']:.1f} honest), {c['cheater_engagements']} cheater engagements")
+    table.add_column("goal", no_wrap=True)
+    for run in runs:
+        table.add_column(run)
+    columns = [dict(goal_rows(f)) for f in figures]
+    for goal in dict.fromkeys(k for col in columns for k in col):
+        table.add_row(goal, *(col.get(goal, "-") for col in columns))
+    console.print(table)
+    return 0
+
+
+def _calibrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from testbed.lab.calibrate import calibrate, kind_weights_toml
+    from testbed.lab.store import open_store
+
+    if not args.prior < 1.0:
+        raise LabError("--prior must be below 1")
+    try:
+        store = open_store(args.dir, read_only=True)
+    except FileNotFoundError as exc:
+        raise LabError(str(exc)) from exc
+    try:
+        if args.run not in store.runs():
+            raise LabError(f"{args.dir} has no run {args.run!r}; runs: {', '.join(store.runs())}")
+        kinds = calibrate(store, args.run, args.prior)
+    finally:
+        store.close()
+    if args.out:
+        Path(args.out).write_text(kind_weights_toml(
+            kinds, f"referee lab calibrate {args.dir} --run {args.run} --prior {args.prior:g}"))
+    if args.json:
+        out.write(json.dumps({"prior": args.prior, "run": args.run, "kinds": [k.to_json() for k in kinds]}) + "\n")
+        return 0
+    console = _console(out)
+    table = Table(title=f"one detection's weight at a prior of {args.prior:g} ({args.run})")
+    table.add_column("kind", no_wrap=True)
+    for name in ("honest", "cheaters", "LR >=", "weight", "to KICK"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for k in kinds:
+        table.add_row(k.kind, f"{k.honest}/{k.honest_h:.0f} h", f"{k.cheat}/{k.cheat_h:.0f} h",
+                      f"{k.lr:,.0f}" if k.lr >= 10 else f"{k.lr:.2g}", f"{k.weight:.3f}",
+                      "-" if k.to_kick is None else str(k.to_kick))
+    console.print(table)
+    console.print("to KICK: findings within the conclusive window that recommend KICK on their own")
+    if args.out:
+        console.print(f"written to {args.out} (apply it with --tolerances)")
+    return 0
+
+
+def _train_aimdetect(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from anticheat.detectors.aimdetect.features import FEATURE_NAMES
+    from anticheat.detectors.aimdetect.model import save_model, train
+    from testbed.lab.kills import corpus_kill_rows
+    from testbed.lab.store import open_store
+
+    def rows(directory: str) -> Any:
+        try:
+            store = open_store(directory, read_only=True)
+        except FileNotFoundError as exc:
+            raise LabError(str(exc)) from exc
+        try:
+            err.write(f"extracting kills of {directory} ...\n")
+            return corpus_kill_rows(store)
+        finally:
+            store.close()
+
+    data = rows(args.dir)
+    if len(set(data.labels.tolist())) < 2:
+        raise LabError(f"{args.dir}: needs kills of honest players and of aim cheats, found {len(data)} kills")
+    holdout = None
+    if args.holdout:
+        if Path(args.holdout).resolve() == Path(args.dir).resolve():
+            raise LabError("the holdout corpus is the training corpus")
+        held = rows(args.holdout)
+        holdout = (held.features, held.labels, held.strata)
+    model = train(data.features, data.labels, args.seed, feature_names=FEATURE_NAMES, groups=data.matches,
+                  strata=data.strata, target_fpr=args.target_fpr, holdout=holdout)
+    target = Path(args.out) if args.out else Path(args.dir) / "aimdetect"
+    save_model(model, target)
+    summary = {
+        "train_kills": len(data), "train_positive": int(data.labels.sum()),
+        "measured_on": args.holdout or "out-of-fold (grouped by match)",
+        "auc": round(model.auc, 4), "threshold": model.threshold, "tpr": round(model.tpr, 4),
+        "fpr": round(model.fpr, 4), "fpr_worst_group": round(model.fpr_worst, 4),
+        "confusion": {"tp": model.tp, "fn": model.fn, "fp": model.fp, "tn": model.tn},
+        "fpr_by_group": {k: round(v, 4) for k, v in sorted(model.fpr_by_group.items())},
+        "tpr_by_group": {k: round(v, 4) for k, v in sorted(model.tpr_by_group.items())},
+        "model": os.fspath(target),
+    }
+    if args.json:
+        out.write(json.dumps(summary) + "\n")
+        return 0
+    console = _console(out)
+    console.print(f"{summary['train_kills']} kills ({summary['train_positive']} aim-assisted); rates measured "
+                  f"{summary['measured_on']}")
+    console.print(f"AUC {model.auc:.3f}; at the threshold: TPR {model.tpr:.3f}, FPR {model.fpr:.3f} "
+                  f"(worst honest group {model.fpr_worst:.3f})")
+    table = Table("group", "kills judged positive")
+    for key, value in summary["fpr_by_group"].items():
+        table.add_row(key, f"{value:.3f}")
+    for key, value in summary["tpr_by_group"].items():
+        table.add_row(key, f"{value:.3f}")
+    console.print(table)
+    console.print(f"model written to {target}.npz / .json")
     return 0
 
 
@@ -332,6 +514,43 @@ def _report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     title = f"Referee lab: {summary['corpus'].get('spec') or args.dir} (run {args.run})"
     path.write_text(render_html(summary, title=title, compare=compare), encoding="utf-8")
     out.write(f"wrote {path}\n")
+    return 0
+
+
+def _fidelity(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    import math
+
+    from testbed.lab.fidelity import corpus_fidelity
+
+    store = _open_read(args.dir)
+    try:
+        result = corpus_fidelity(store, jobs=args.jobs,
+                                 on_match=lambda d, t: err.write(f"\rdecoded {d}/{t} streams"))
+    finally:
+        store.close()
+    err.write("\n")
+    if args.json:
+        out.write(json.dumps({"dir": args.dir, **result.to_json()}) + "\n")
+        return 0
+    console = Console(file=out, width=100)
+
+    def num(x: float) -> str:
+        return "-" if math.isnan(x) else f"{x:.1f}" if abs(x) >= 10 else f"{x:.3f}"
+
+    for group, figures in result.groups.items():
+        table = Table(title=f"{args.dir}: {group}", title_justify="left", show_edge=False)
+        for col, justify in (("figure", "left"), ("estimate", "right"), ("95 % CI", "right"), ("n", "right"),
+                             ("p10, p90", "right"), ("reference", "right"), ("verdict", "left")):
+            table.add_column(col, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+        for f in figures:
+            spread = "" if f.spread is None else f"{num(f.spread[0])}, {num(f.spread[1])}"
+            interval = "-" if math.isnan(f.low) else f"{num(f.low)}, {num(f.high)}"
+            table.add_row(f.label, num(f.estimate), interval, str(f.n), spread,
+                          "-" if f.reference is None else f.reference.text, f.verdict)
+        console.print(table)
+    console.print(f"{result.players} honest players in {result.matches} matches. p10, p90: across players "
+                  "(reaction times: p25, p75 of the reactions). CI: 95 % bootstrap over players. Within: "
+                  "IW4MAdmin's mean ± its sd at the median hits per player (offset: ± sigma in ln).")
     return 0
 
 

@@ -1,19 +1,15 @@
-"""AimDetect: per-kill SVM verdicts accumulated by a Threshold Random Walk, plus bait targets.
+"""AimDetect: per-kill classifier verdicts accumulated by Page's CUSUM, plus bait targets.
 
-(REFERENCES section 5.) Every kill is turned into eight features (``features``) and classified
-by the trained SVM (``model``). The verdicts feed the killer's walk (``anticheat.detectors.trw``)
-with theta1 = the model's measured held-out TPR and theta0 = its FPR. When the walk
-reaches CHEATER an ``aimbot`` Detection is emitted once; the walk then stays CHEATER until the
-player is reset. When it reaches HONEST it restarts from LR = 1, so a player who turns the aimbot
-on later is still caught; each restarted walk again has a false-positive rate below
-alpha / (1 - beta), so over k walks an honest player's risk grows to about k * alpha, which is why
-the default alpha is the paper's smallest.
-
-Choice of alpha = beta = 0.001 (the paper's last row: TPR 97.6 %, FPR 0.7 %). It is the row that
-best protects innocents. With the paper's per-kill rates (0.836 / 0.058) the exact per-walk false
-positive rate is 0.033 % at 0.001 against 0.39 % at 0.005 or 0.01 (the lattice of a walk with two
-fixed steps makes 0.005 and 0.01 nearly equivalent), and the cost is small: a cheater needs 4.2
-kills on average instead of 2.9.
+(REFERENCES section 5.) Every kill is turned into features (``features``: the paper's eight and
+the aim trajectory's nine) and classified by the trained model (``model``). The paper feeds the
+verdicts to a Threshold Random Walk that restarts after every "honest" decision; each restarted
+walk carries its own false-positive probability, so an honest player's risk grows with the length
+of the session. Here the verdicts feed the killer's CUSUM (``anticheat.detectors.cusum``) instead,
+with theta1 = the model's measured held-out TPR and theta0 = its held-out FPR on the honest group
+it flags most (so no group of honest players runs hotter than the design). The alarm threshold h
+is set from the in-control average run length, stated in player-hours: ``false_alarm_player_hours``
+of honest play at ``kills_per_hour`` kills an hour. Every alarm is an ``aimbot`` Detection; the
+sum then restarts, so the next alarm needs evidence of its own.
 
 Bait targets: the server places an invisible target just above a victim after each kill; an honest
 player's inertial shots land around the victim, an aimbot's snap onto the bait. A ray through a
@@ -25,6 +21,7 @@ happen to an honest player holding the trigger, two in two minutes is a pattern.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import Counter, deque
 from collections.abc import Mapping, Sequence
@@ -34,11 +31,11 @@ import numpy as np
 
 from anticheat.detectors.aimdetect.features import FEATURE_NAMES, FeatureConfig, FeatureExtractor, KillFeatures
 from anticheat.detectors.aimdetect.model import TrainedModel, load_shipped_model
+from anticheat.detectors.cusum import BernoulliCusum, average_run_length, threshold_for_arl
 from anticheat.detector import NO_DETECTIONS, NO_SCORES, Detector, over_limit
 from anticheat.events import AimSample, Detection, KillEvent, ShotResult, SpawnEvent
 from anticheat.skip import SkipBook
 from anticheat.tolerances import searched
-from anticheat.detectors.trw import Decision, ThresholdRandomWalk, wald_thresholds
 
 log = logging.getLogger(__name__)
 
@@ -50,10 +47,12 @@ class AimDetectConfig:
     """AimDetect tolerances.
 
     Attributes:
-        alpha, beta: the TRW's tolerated false-positive and false-negative rates (0.001 each, see
-            the module doc).
-        restart_on_honest: restart a walk that decided HONEST (True) instead of leaving the player
-            cleared for the rest of the session.
+        false_alarm_player_hours: the CUSUM's in-control average run length in player-hours: an
+            honest player of the group the model flags most raises one false alarm per this many
+            hours of play, on average (2,000).
+        kills_per_hour: the honest kill rate (kills per player-hour) that turns those hours into
+            kills (240: our honest corpus averages 128 and its pros 167; assuming more only makes
+            the threshold stricter).
         severity: of the ``aimbot`` Detection.
         bait_hits_to_detect: bait shots needed for a ``bait_hit`` Detection (2).
         bait_window_s: ... within this many seconds (120 s).
@@ -61,9 +60,8 @@ class AimDetectConfig:
         features: feature-extraction constants.
     """
 
-    alpha: float = searched(0.001, 1e-5, 0.02)
-    beta: float = searched(0.001, 1e-4, 0.1)
-    restart_on_honest: bool = True
+    false_alarm_player_hours: float = searched(2000.0, 50.0, 1e5)
+    kills_per_hour: float = 240.0
     severity: float = 0.8
     bait_hits_to_detect: int = searched(2, 1, 4)
     bait_window_s: float = 120.0
@@ -73,9 +71,15 @@ class AimDetectConfig:
     def __post_init__(self) -> None:
         if self.bait_hits_to_detect < 1:
             raise ValueError("bait_hits_to_detect must be >= 1")
-        # The walk's thresholds need them (0 < alpha, beta and alpha + beta < 1): a tolerance file
-        # is refused here, not by the first detector built from it.
-        wald_thresholds(self.alpha, self.beta)
+        if not self.false_alarm_player_hours > 0.0 or not self.kills_per_hour > 0.0:
+            raise ValueError("false_alarm_player_hours and kills_per_hour must be positive")
+        if self.false_alarm_player_hours * self.kills_per_hour <= 1.0:
+            raise ValueError("false_alarm_player_hours * kills_per_hour must exceed one kill")
+
+    @property
+    def arl_kills(self) -> float:
+        """The in-control average run length in kills."""
+        return self.false_alarm_player_hours * self.kills_per_hour
 
 
 class AimDetectDetector(Detector):
@@ -88,15 +92,14 @@ class AimDetectDetector(Detector):
             raise ValueError(f"model features {model.feature_names!r} are not AimDetect's {FEATURE_NAMES!r}")
         self.config = config or AimDetectConfig()
         self.model = model
-        self.theta0 = model.fpr
+        self.theta0 = model.fpr_worst
         self.theta1 = model.tpr
         # Fails here, not on the first kill, when the model is no better than chance.
-        ThresholdRandomWalk(self.theta0, self.theta1, self.config.alpha, self.config.beta)
+        self.h = _threshold(self.theta0, self.theta1, self.config.arl_kills)
         # Compile (or load) the classifier's kernel for this model's arrays now, not on the first kill.
         model.predict(np.zeros(len(FEATURE_NAMES)))
         self.features = FeatureExtractor(self.config.features)
-        self._walks: dict[int, ThresholdRandomWalk] = {}
-        self._reported: set[int] = set()
+        self._sums: dict[int, BernoulliCusum] = {}
         self._bait: dict[int, deque[float]] = {}
         # The most bait shots one window ever held, per player (a detection clears the ring).
         self._bait_peak: dict[int, int] = {}
@@ -114,14 +117,18 @@ class AimDetectDetector(Detector):
         """Kills and bait shots not judged, per skip reason."""
         return dict(self.skipped)
 
-    def walk(self, player: int) -> ThresholdRandomWalk:
-        """The player's current walk (created on first use)."""
-        w = self._walks.get(player)
-        if w is None:
-            cfg = self.config
-            w = ThresholdRandomWalk(self.theta0, self.theta1, cfg.alpha, cfg.beta)
-            self._walks[player] = w
-        return w
+    def cusum(self, player: int) -> BernoulliCusum:
+        """The player's CUSUM (created on first use)."""
+        c = self._sums.get(player)
+        if c is None:
+            c = BernoulliCusum(self.theta0, self.theta1, self.h)
+            self._sums[player] = c
+        return c
+
+    def expected_kills(self, theta: float) -> float:
+        """Average kills to an alarm for a player whose kills are judged positive with
+        probability ``theta`` (theta1: a cheater like the training's; theta0: an honest player)."""
+        return average_run_length(theta, self.theta0, self.theta1, self.h)
 
     def on_aim(self, sample: AimSample, skip: SkipBook) -> Sequence[Detection]:
         self.features.on_aim(sample)
@@ -175,32 +182,30 @@ class AimDetectDetector(Detector):
         return self.judge(kill, feats)
 
     def judge(self, kill: KillEvent, feats: KillFeatures) -> Sequence[Detection]:
-        """Classify one kill's features and advance the killer's walk."""
+        """Classify one kill's features and add the verdict to the killer's CUSUM."""
         positive = bool(self.model.predict(feats.as_array())[0])
         self.kills_classified += 1
         self.kills_positive += positive
-        walk = self.walk(kill.killer)
-        decision = walk.observe(positive)
-        if decision is Decision.HONEST and self.config.restart_on_honest:
-            walk.reset()
+        c = self.cusum(kill.killer)
+        if not c.observe(positive):
             return NO_DETECTIONS
-        if decision is not Decision.CHEATER or kill.killer in self._reported:
-            return NO_DETECTIONS
-        self._reported.add(kill.killer)
-        log.info("aimdetect: player %d decided cheater after %d kills", kill.killer, walk.observations)
+        kills, positives = c.observations, c.positives
+        c.restart()
+        cfg = self.config
+        log.info("aimdetect: player %d alarmed after %d kills (%d judged aim-assisted)", kill.killer, kills, positives)
         return (Detection(
             player=kill.killer, tick=kill.tick, time_s=kill.time_s, detector=self.name, kind="aimbot",
-            value=walk.log_lr, severity=self.config.severity,
-            reason=f"AimDetect-{walk.positives}/{walk.observations}",
-            evidence={"kills": walk.observations, "positive_kills": walk.positives, "log_lr": walk.log_lr,
-                      "log_threshold": walk.thresholds.log_upper, "theta0": self.theta0,
-                      "theta1": self.theta1, "alpha": walk.alpha, "beta": walk.beta},
+            value=c.peak, severity=cfg.severity,
+            reason=f"AimDetect-{positives}/{kills}",
+            evidence={"kills": kills, "positive_kills": positives, "cusum": c.peak, "threshold": self.h,
+                      "theta0": self.theta0, "theta1": self.theta1,
+                      "false_alarm_player_hours": cfg.false_alarm_player_hours,
+                      "kills_per_hour": cfg.kills_per_hour, "alarm": c.alarms},
         ),)
 
     def reset_player(self, player: int) -> None:
         self.features.reset_player(player)
-        self._walks.pop(player, None)
-        self._reported.discard(player)
+        self._sums.pop(player, None)
         self._bait.pop(player, None)
         self._bait_peak.pop(player, None)
         self._bait_tick.pop(player, None)
@@ -208,18 +213,22 @@ class AimDetectDetector(Detector):
     def scores(self, player: int) -> Mapping[str, float]:
         """Unitless:
 
-        - ``llr``: the TRW's log likelihood ratio against its upper threshold ln A (1.0 decides
-          "cheater"). A walk that decides HONEST restarts, so the value is the highest log LR
-          any of the player's walks reached (0 before a positive kill); CHEATER is kept, and so
-          is its value.
+        - ``llr``: the highest CUSUM statistic the player reached against its threshold h (1.0
+          raises an alarm; the statistic restarts after one, the peak is kept).
         - ``bait_hit``: the most bait shots one ``bait_window_s`` ever held, against
           ``bait_hits_to_detect`` (a detection clears the ring; the value is kept).
         """
-        walk = self._walks.get(player)
+        c = self._sums.get(player)
         peak = self._bait_peak.get(player)
-        if walk is None and peak is None:
+        if c is None and peak is None:
             return NO_SCORES
         return {
-            "llr": 0.0 if walk is None else over_limit(walk.peak_log_lr, walk.thresholds.log_upper),
+            "llr": 0.0 if c is None else over_limit(c.peak, self.h),
             "bait_hit": (peak or 0) / self.config.bait_hits_to_detect,
         }
+
+
+@functools.lru_cache(maxsize=64)
+def _threshold(theta0: float, theta1: float, arl_kills: float) -> float:
+    # Pure and a few ms: every pipeline (one per re-run match in the lab) would redo it.
+    return threshold_for_arl(theta0, theta1, arl_kills)

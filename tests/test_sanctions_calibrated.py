@@ -1,0 +1,90 @@
+"""Calibrated kind weights and conclusive kinds in the sanction policy."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from anticheat.events import Detection
+from anticheat.judgement.sanctions import SanctionConfig, SanctionLevel, SanctionPolicy
+
+NOW = 1_700_000_000.0
+
+
+def _detection(detector: str, kind: str, severity: float = 1.0) -> Detection:
+    return Detection(player=0, tick=1, time_s=0.0, detector=detector, kind=kind, value=1.0, severity=severity,
+                     reason=f"{detector}-{kind}", evidence={})
+
+
+def test_a_weak_kind_weighs_its_weight_and_stays_at_log() -> None:
+    cfg = SanctionConfig(kind_weights=(("aimdetect.aimbot", 0.05),), evaluation_step_s=0.0)
+    policy = SanctionPolicy(cfg)
+    policy.add_detection(1, "p", _detection("aimdetect", "aimbot", 0.8), NOW)
+    d = policy.evaluate("p", NOW)
+    assert d.score == pytest.approx(cfg.detector_cap * 0.05)  # the kind's weight replaces the severity 0.8
+    assert d.recommended is SanctionLevel.LOG
+
+
+RATES = (("movement.speed", 0.1, 300.0), ("movement.timer", 0.1, 300.0))
+
+
+def _posterior(n: int, honest: float, cheat: float, cfg: SanctionConfig) -> float:
+    log_odds = (math.log(cfg.conclusive_prior / (1 - cfg.conclusive_prior)) + n * math.log(cheat / honest)
+                - (cheat - honest) * cfg.conclusive_window_s / 3600)
+    return 1 / (1 + math.exp(-log_odds))
+
+
+def test_a_count_the_cheat_would_produce_is_conclusive_and_recommends_kick() -> None:
+    cfg = SanctionConfig(kind_weights=(("movement.speed", 0.8), ("movement", 0.5)), kind_rates=RATES,
+                         evaluation_step_s=0.0)
+    assert cfg.kind_weight("movement", "speed") == 0.8 and cfg.kind_weight("movement", "timer") == 0.5
+    assert cfg.kind_weight("fire", "rapid_fire") == 1.0
+    # ln(3000) = 8.0 a finding against 25 for the 300 s window: 4 findings pass, 3 do not.
+    assert _posterior(3, 0.1, 300.0, cfg) < cfg.conclusive_weight <= _posterior(4, 0.1, 300.0, cfg)
+    policy = SanctionPolicy(cfg)
+    for i in range(3):
+        policy.add_detection(i, "p", _detection("movement", "speed", severity=0.3), NOW + i)
+    assert policy.evaluate("p", NOW + 10).recommended is SanctionLevel.LOG  # 0.6 * (1 - 0.2^3) = 0.595
+    policy.add_detection(3, "p", _detection("movement", "speed", severity=0.3), NOW + 20)
+    d = policy.evaluate("p", NOW + 30)
+    assert d.recommended is SanctionLevel.KICK and d.needs_review and d.applied is SanctionLevel.MONITOR
+    assert d.reasons[0].startswith("conclusive: movement findings of the last 300 s give a posterior of")
+    assert {0, 1, 2, 3} <= set(d.evidence_ids)
+    later = policy.evaluate("p", NOW + 20 + cfg.conclusive_window_s + 1)
+    assert later.recommended is SanctionLevel.LOG  # the capped score alone: 0.6 * (1 - 0.2^4)
+    # Each rated kind present pays for the findings the cheat would have made of it: a timer
+    # finding beside three speed findings is a weaker case than a fourth speed finding.
+    mixed = SanctionPolicy(cfg)
+    for i in range(3):
+        mixed.add_detection(i, "q", _detection("movement", "speed"), NOW + i)
+    mixed.add_detection(3, "q", _detection("movement", "timer"), NOW + 20)
+    assert mixed.evaluate("q", NOW + 30).recommended is SanctionLevel.LOG
+
+
+def test_a_lone_finding_of_a_kind_cheats_produce_by_the_hundred_is_not_conclusive() -> None:
+    cfg = SanctionConfig(kind_rates=RATES, evaluation_step_s=0.0)
+    policy = SanctionPolicy(cfg)
+    policy.add_detection(1, "p", _detection("movement", "speed", severity=0.3), NOW)
+    assert _posterior(1, 0.1, 300.0, cfg) < 1e-6
+    assert policy.evaluate("p", NOW + 1).recommended is SanctionLevel.LOG
+
+
+def test_unrated_kinds_never_make_a_family_conclusive() -> None:
+    policy = SanctionPolicy(SanctionConfig(kind_rates=RATES, evaluation_step_s=0.0))
+    for i in range(20):
+        policy.add_detection(i, "p", _detection("wallhack", "hidden_tracking"), NOW)
+    d = policy.evaluate("p", NOW)
+    assert d.score == pytest.approx(0.6) and d.recommended is SanctionLevel.MONITOR
+
+
+@pytest.mark.parametrize("weights", [(("a.b", 0.0),), (("a.b", 1.5),), (("", 0.5),)])
+def test_bad_weights_are_refused(weights: tuple[tuple[str, float], ...]) -> None:
+    with pytest.raises(ValueError):
+        SanctionConfig(kind_weights=weights)
+
+
+@pytest.mark.parametrize("rates", [(("a.b", 0.0, 1.0),), (("a.b", 1.0, float("nan")),), (("a.b", 1.0),)])
+def test_bad_rates_are_refused(rates: tuple[tuple[str, float, float], ...]) -> None:
+    with pytest.raises(ValueError):
+        SanctionConfig(kind_rates=rates)
