@@ -258,13 +258,6 @@ class SanctionConfig:
         """Whether ``kind_weights`` lists ``detector.kind`` (or the whole detector)."""
         return any(key in (f"{detector}.{kind}", detector) for key, _ in self.kind_weights)
 
-    def kind_rate(self, detector: str, kind: str) -> tuple[float, float] | None:
-        """``(honest_per_h, cheat_per_h)`` of ``detector.kind`` from ``kind_rates``, if listed."""
-        for key, honest, cheat in self.kind_rates:
-            if key == f"{detector}.{kind}":
-                return honest, cheat
-        return None
-
     def account_factor(self, age_days: float | None) -> float:
         """Score multiplier for an account ``age_days`` old (None: unknown, 1.0)."""
         if age_days is None:
@@ -370,7 +363,10 @@ class SanctionPolicy:
         self._family_of: dict[str, str] = dict(self.config.families)
         self._weights: dict[tuple[str, str], float] = {}
         self._measured: dict[tuple[str, str], bool] = {}
-        self._rated: dict[tuple[str, str], bool] = {}
+        self._rates: dict[tuple[str, str], tuple[float, float]] = {
+            tuple(key.split(".", 1)): (honest, cheat)  # type: ignore[misc]
+            for key, honest, cheat in self.config.kind_rates if "." in key
+        }
         self._tallies: dict[str, _Tally] = {}
         self._window_s = self.config.window_days * DAY_S
         self._tau_s = self.config.recency_tau_days * DAY_S
@@ -519,11 +515,7 @@ class SanctionPolicy:
 
     def rated(self, detector: str, kind: str) -> bool:
         """Whether ``kind_rates`` lists the finding (only those count in the conclusive test)."""
-        key = (detector, kind)
-        known = self._rated.get(key)
-        if known is None:
-            known = self._rated[key] = self.config.kind_rate(detector, kind) is not None
-        return known
+        return (detector, kind) in self._rates
 
     def calibrated(self, detector: str, kind: str) -> bool:
         """Whether ``kind_weights`` lists the finding (its weight replaces the severity)."""
@@ -616,7 +608,7 @@ class SanctionPolicy:
 
     def _assess(
         self, player: str, now: float
-    ) -> tuple[_Tally, list[tuple[str, float]], float, float, float, SanctionLevel, list[int]]:
+    ) -> tuple[_Tally, list[tuple[str, float]], float, float, float, SanctionLevel, list[int], list[tuple[str, float]]]:
         cfg = self.config
         tally = self._tally(player, now)
         contributions = sorted(
@@ -635,9 +627,11 @@ class SanctionPolicy:
         link_ids = [i for at, i in tally.links if now - at <= cfg.link_kick_window_s]
         if link_ids and recommended < SanctionLevel.KICK:
             recommended = SanctionLevel.KICK
-        if recommended < SanctionLevel.KICK and self._conclusive(tally, now):
+        # Only where it could decide the level: above KICK the score speaks for itself.
+        conclusive = self._conclusive(tally, now) if cfg.level_for(score) < SanctionLevel.KICK else []
+        if conclusive and recommended < SanctionLevel.KICK:
             recommended = SanctionLevel.KICK
-        return tally, contributions, raw, factor, score, recommended, link_ids
+        return tally, contributions, raw, factor, score, recommended, link_ids, conclusive
 
     def _conclusive(self, tally: _Tally, now: float) -> list[tuple[str, float]]:
         """Families whose findings of the last ``conclusive_window_s`` seconds before ``now`` are
@@ -656,7 +650,7 @@ class SanctionPolicy:
         for fam, kinds in counts.items():
             llr = 0.0
             for (detector, kind), n in kinds.items():
-                honest, cheat = cfg.kind_rate(detector, kind)  # type: ignore[misc]
+                honest, cheat = self._rates[(detector, kind)]
                 llr += n * math.log(cheat / honest) - (cheat - honest) * window_h
             log_odds = prior_log_odds + llr
             posterior = 1.0 / (1.0 + math.exp(-log_odds)) if log_odds > -700.0 else 0.0
@@ -671,7 +665,7 @@ class SanctionPolicy:
     def evaluate(self, player: str, now: float) -> SanctionDecision:
         """Weigh ``player``'s evidence at ``now`` (epoch s) and decide."""
         cfg = self.config
-        tally, contributions, raw, factor, score, recommended, link_ids = self._assess(player, now)
+        tally, contributions, raw, factor, score, recommended, link_ids, conclusive = self._assess(player, now)
         link_problem = bool(link_ids)
         applied = min(recommended, cfg.auto_apply_max)
         count, strongest = tally.count, tally.strongest
@@ -681,8 +675,7 @@ class SanctionPolicy:
         ]
         if link_problem:
             reasons.insert(0, "link: recent desync/unplayable connection")
-        # Named only where it decided the level: above KICK the score speaks for itself.
-        for fam, combined in self._conclusive(tally, now) if cfg.level_for(score) < SanctionLevel.KICK else ():
+        for fam, combined in conclusive:
             reasons.insert(0, f"conclusive: {fam} findings of the last {cfg.conclusive_window_s:g} s give a "
                               f"posterior of {combined:.3f} >= {cfg.conclusive_weight:g} (lab-measured rates)")
         return SanctionDecision(
