@@ -23,23 +23,39 @@ import tests.test_cbug as cbug_t
 import tests.test_fire_movement as fire_t
 import tests.test_iw4m as iw4m_t
 import tests.test_recoil_trigger as recoil_t
+from anticheat.detector import NO_SCORES, Detector, over_limit
 from anticheat.detectors.aimdetect.detector import AimDetectDetector
 from anticheat.detectors.aimdetect.model import TrainedModel
 from anticheat.detectors.aimstats import AimStatsConfig, AimStatsDetector
 from anticheat.detectors.bustaim import BustAim
 from anticheat.detectors.cbug import CbugDetector
-from anticheat.detector import NO_SCORES, Detector, over_limit
-from anticheat.events import Buttons, Detection, FireEvidence, FireKind, MovementKind, SpawnEvent
 from anticheat.detectors.fire import FireDetector
 from anticheat.detectors.iw4m.detector import IW4MDetector
 from anticheat.detectors.movement import MovementDetector
-from anticheat.pipeline import DetectionPipeline
-from anticheat.detectors.population import PopulationConfig, PopulationDetector, outliers
+from anticheat.detectors.population import (
+    PopulationConfig,
+    PopulationDetector,
+    outliers,
+)
 from anticheat.detectors.recoil import RecoilDetector
+from anticheat.detectors.trigger import (
+    LOG_LR,
+    TriggerConfig,
+    TriggerDetector,
+    range_band,
+    shot_category,
+)
+from anticheat.events import (
+    Buttons,
+    Detection,
+    FireEvidence,
+    FireKind,
+    MovementKind,
+    SpawnEvent,
+)
+from anticheat.pipeline import DetectionPipeline
 from anticheat.skip import SkipBook
 from anticheat.suite import build_detectors, default_configs
-from anticheat.detectors.trigger import TriggerConfig, TriggerDetector
-from anticheat.detectors.trw import wald_thresholds
 from tests.synthetic import make_shot
 
 UNKNOWN = 4321
@@ -277,10 +293,7 @@ def trigger_pattern(pattern: str) -> Callable[[Any], None]:
     return lambda det: recoil_t.run(det, recoil_t.book(), pattern)
 
 
-TRIGGER_NEED = math.ceil(
-    wald_thresholds(TriggerConfig().alpha, TriggerConfig().beta).log_upper
-    / math.log(TriggerConfig().cheat_rate / TriggerConfig().honest_rate)
-)
+TRIGGER_NEED = recoil_t.trigger_need()
 
 
 def aimdetect_aimbot(det: Any) -> None:
@@ -384,10 +397,10 @@ SCENARIOS = [
     Scenario("movement_honest", MOVE, movement_honest, 1, same, HONEST),
     Scenario("recoil", RECOIL, recoil_spray(200, 0.0), 1, same, kinds("recoil_report")),
     Scenario("recoil_honest", RECOIL, recoil_honest, 1, same, HONEST),
-    Scenario("trigger", TRIGGER, trigger_pattern("ToT" * TRIGGER_NEED), 1, lambda k: "llr", kinds("on_target")),
+    Scenario("trigger", TRIGGER, trigger_pattern("T" * TRIGGER_NEED), 1, lambda k: "llr", kinds("on_target")),
     Scenario("trigger_after_honest", TRIGGER, trigger_pattern("...." + "T" * 60), 1, lambda k: "llr",
              kinds("on_target")),
-    Scenario("trigger_honest", TRIGGER, trigger_pattern("oT.." * 100 + ("o" * 8 + "." * 3) * 30), 1,
+    Scenario("trigger_honest", TRIGGER, trigger_pattern("oT.." * 100 + ("T" * 10 + "." * 12) * 20), 1,
              lambda k: "llr", HONEST),
     Scenario("aimdetect_aimbot", AIMDETECT, aimdetect_aimbot, 1, aimdetect_key, kinds("aimbot")),
     Scenario("aimdetect_bait", AIMDETECT, aimdetect_bait, 1, aimdetect_key, kinds("bait_hit")),
@@ -489,7 +502,7 @@ def test_a_known_player_without_evidence_scores_zero(name: str, make: Callable[[
 def test_every_detector_of_the_suite_reports_scores(model: TrainedModel) -> None:
     detectors = build_detectors(default_configs(), model)
     assert {d.name for d in detectors} == {"bustaim", "cbug", "iw4m", "aimstats", "fire", "movement", "recoil",
-                                          "trigger", "population", "aimdetect", "wallhack"}
+                                          "trigger", "population", "aimdetect", "wallhack", "aimsnap"}
     for det in detectors:
         assert type(det).scores is not Detector.scores, det.name
 
@@ -628,17 +641,18 @@ def test_recoil_score_counts_mismatches_in_a_full_ring() -> None:
     assert det.scores(1) == {"recoil_report": pytest.approx(19 / 24)}  # the ring has slid past them since
 
 
-def test_trigger_llr_over_its_boundary_and_kept_after_an_honest_restart() -> None:
-    cfg = TriggerConfig()
-    log_a = wald_thresholds(cfg.alpha, cfg.beta).log_upper
-    up = math.log(cfg.cheat_rate / cfg.honest_rate)
+def test_trigger_llr_is_the_cusum_peak_over_h_and_kept_after_misses() -> None:
+    h = TriggerConfig().threshold
+    row = LOG_LR[range_band(None)]
+    first, streak = row[shot_category(True, True, False, False)], row[shot_category(True, True, True, True)]
     det = TriggerDetector()
     assert recoil_t.run(det, recoil_t.book(), "T" * (TRIGGER_NEED - 1)) == []
-    assert det.scores(1)["llr"] == pytest.approx((TRIGGER_NEED - 1) * up / log_a)
-    assert (TRIGGER_NEED - 1) * up / log_a < 1.0 <= TRIGGER_NEED * up / log_a
-    recoil_t.run(det, recoil_t.book(), "....")  # an honest verdict restarts the walk
-    assert det._walks[1].log_lr <= 0.0
-    assert det.scores(1)["llr"] == pytest.approx((TRIGGER_NEED - 1) * up / log_a)
+    peak = first + (TRIGGER_NEED - 2) * streak
+    assert det.scores(1)["llr"] == pytest.approx(peak / h)
+    assert peak / h < 1.0 <= (peak + streak) / h
+    recoil_t.run(det, recoil_t.book(), "." * 40)  # misses bring the statistic back to 0
+    assert det._players[1].statistic == 0.0
+    assert det.scores(1)["llr"] == pytest.approx(peak / h)
 
 
 def test_aimdetect_llr_is_the_cusum_peak_over_h(model: TrainedModel) -> None:

@@ -7,7 +7,14 @@ import math
 import pytest
 
 from anticheat.events import Detection
-from anticheat.judgement.sanctions import SanctionConfig, SanctionLevel, SanctionPolicy
+from anticheat.judgement.sanctions import (
+    SanctionConfig,
+    SanctionLevel,
+    SanctionPolicy,
+    count_log_ratio,
+    fired_log_ratio,
+)
+from testbed.lab.calibrate import findings_to_conclude
 
 NOW = 1_700_000_000.0
 
@@ -88,3 +95,50 @@ def test_bad_weights_are_refused(weights: tuple[tuple[str, float], ...]) -> None
 def test_bad_rates_are_refused(rates: tuple[tuple[str, float, float], ...]) -> None:
     with pytest.raises(ValueError):
         SanctionConfig(kind_rates=rates)
+
+
+def test_a_repeat_kind_counts_once_however_often_it_fires() -> None:
+    # IW4MAdmin's Chest re-tests one session ratio: six findings in the window are one observation.
+    rates = (("iw4m.Chest", 0.138, 73.0), ("iw4m.Strain", 0.138, 73.0))
+    cfg = SanctionConfig(kind_rates=rates, evaluation_step_s=0.0)
+    assert "iw4m.Chest" in cfg.repeat_kinds and "iw4m.Strain" not in cfg.repeat_kinds
+    w = cfg.conclusive_window_s / 3600.0
+    # By hand: P(fired | cheat) = 1 - e^-6.083 = 0.99772, P(fired | honest) = 1 - e^-0.0115 = 0.011434.
+    assert fired_log_ratio(0.138, 73.0, w) == pytest.approx(math.log(0.997718 / 0.0114341), rel=1e-4)
+    prior_odds = cfg.conclusive_prior / (1 - cfg.conclusive_prior)
+    odds = prior_odds * math.exp(fired_log_ratio(0.138, 73.0, w))
+    assert odds / (1 + odds) == pytest.approx(0.640, abs=0.001)
+    chest, strain = SanctionPolicy(cfg), SanctionPolicy(cfg)
+    for i in range(6):
+        chest.add_detection(i, "p", _detection("iw4m", "Chest"), NOW + 10 * i)
+        strain.add_detection(i, "p", _detection("iw4m", "Strain"), NOW + 10 * i)
+    assert chest.evaluate("p", NOW + 60).recommended < SanctionLevel.KICK
+    assert not any(r.startswith("conclusive") for r in chest.evaluate("p", NOW + 60).reasons)
+    # The same rates on an independent kind: six findings where 0.0115 are expected conclude.
+    assert strain.evaluate("p", NOW + 60).reasons[0].startswith("conclusive: iw4m findings")
+    assert findings_to_conclude(0.138, 73.0, cfg, "iw4m.Chest") is None
+    assert findings_to_conclude(0.138, 73.0, cfg, "iw4m.Strain") == 3
+
+
+def test_the_alternative_is_a_mixture_of_the_profiles_that_make_the_kind() -> None:
+    # A lock aimbot locks on far less often than a rage aimbot: three findings in 300 s are what
+    # the slowest producer makes, and that is evidence, although the fastest would make 180.
+    cfg = SanctionConfig(evaluation_step_s=0.0)
+    w = cfg.conclusive_window_s / 3600.0
+    single = findings_to_conclude(0.138, [2163.0], cfg, "aimsnap.locked_flick")
+    assert single is not None and single > 15
+    assert findings_to_conclude(0.138, [57.0, 324.0, 2163.0], cfg, "aimsnap.locked_flick") == 3
+    # By hand for n = 3: the 57/h term dominates: 3 ln(57 / 0.138) - (57 - 0.138) / 12 - ln 3.
+    by_hand = 3 * math.log(57.0 / 0.138) - (57.0 - 0.138) * w - math.log(3.0)
+    assert count_log_ratio(3, 0.138, [57.0, 324.0, 2163.0], w) == pytest.approx(by_hand, abs=1e-6)
+    rates = (("aimsnap.locked_flick", 0.138, 2163.0),)
+    profiles = tuple(("aimsnap.locked_flick", c) for c in (57.0, 324.0, 2163.0))
+    mixed = SanctionPolicy(SanctionConfig(kind_rates=rates, kind_profile_rates=profiles, evaluation_step_s=0.0))
+    fastest = SanctionPolicy(SanctionConfig(kind_rates=rates, evaluation_step_s=0.0))
+    for policy in (mixed, fastest):
+        for i in range(3):
+            policy.add_detection(i, "p", _detection("aimsnap", "locked_flick"), NOW + 20 * i)
+    assert mixed.evaluate("p", NOW + 60).reasons[0].startswith("conclusive: aimsnap findings")
+    assert not any(r.startswith("conclusive") for r in fastest.evaluate("p", NOW + 60).reasons)
+    with pytest.raises(ValueError):
+        SanctionConfig(kind_profile_rates=(("a.b", -1.0),))

@@ -50,7 +50,15 @@ cheaters it is most typical of (lower 95 % bound). Over the last ``conclusive_wi
 family whose kinds fired n_k times has the Poisson log likelihood ratio
 sum_k [n_k ln(c_k / h_k) - (c_k - h_k) W] (W the window, in hours): a count the cheat would
 produce and an honest player would not raises it, a lone finding of a kind the cheat produces by
-the hundred lowers it. When its posterior at ``conclusive_prior`` reaches ``conclusive_weight``
+the hundred lowers it. Different cheats make one kind at very different rates (a rage aimbot locks
+on ten times as often as a lock aimbot), so when the lab lists each producing profile's rate
+(``kind_profile_rates``) the alternative is their equal mixture: the kind's ratio is the mean over
+the profiles of exp[n_k ln(c_p / h_k) - (c_p - h_k) W], and a count any one cheat would make
+counts for it. A *repeat* kind (``repeat_kinds``) re-tests a running statistic, such as
+IW4MAdmin's session hit-location ratios, so its findings are not independent events: one player
+whose ratio sits above the limit is found again and again on the same hits. Its observation is
+only whether it fired in the window, with the Poisson ratio of that event,
+ln[(1 - exp(-c_k W)) / (1 - exp(-h_k W))], which never grows with the count. When its posterior at ``conclusive_prior`` reaches ``conclusive_weight``
 the family is *conclusive*: the recommendation is at least KICK while it stays so, as for link
 problems (a blatant cheat is removed from the match within seconds of its proof). The family cap
 still bounds the score, so one family alone never reaches a ban. A KICK recommendation needs
@@ -81,10 +89,31 @@ __all__ = [
     "SanctionDecision",
     "SanctionLevel",
     "SanctionPolicy",
+    "count_log_ratio",
+    "fired_log_ratio",
 ]
 
 DAY_S = 86_400.0
 """Seconds in a day."""
+
+
+def count_log_ratio(n: int, honest_per_h: float, cheats_per_h: Iterable[float], window_h: float,
+                    repeat: bool = False) -> float:
+    """ln of the likelihood ratio of ``n`` findings of one kind in ``window_h`` hours: cheaters
+    (an equal mixture of Poisson rates ``cheats_per_h``, per hour) against honest players (Poisson
+    at ``honest_per_h``). ``repeat``: the observation is only that the kind fired (module doc)."""
+    if repeat:
+        terms = [fired_log_ratio(honest_per_h, c, window_h) for c in cheats_per_h]
+    else:
+        terms = [n * math.log(c / honest_per_h) - (c - honest_per_h) * window_h for c in cheats_per_h]
+    top = max(terms)
+    return top + math.log(sum(math.exp(t - top) for t in terms) / len(terms))
+
+
+def fired_log_ratio(honest_per_h: float, cheat_per_h: float, window_h: float) -> float:
+    """ln of P(a kind fires at least once in ``window_h`` hours | cheater) over the same for an
+    honest player, both Poisson at their rates per hour: the evidence of a repeat kind."""
+    return math.log(-math.expm1(-cheat_per_h * window_h)) - math.log(-math.expm1(-honest_per_h * window_h))
 
 
 class SanctionLevel(IntEnum):
@@ -137,6 +166,12 @@ class SanctionConfig:
             (module doc).
         kind_rates: ``("detector.kind", honest_per_h, cheat_per_h)``: the lab's rates behind the
             conclusive test (module doc); kinds not listed never make a family conclusive.
+        kind_profile_rates: ``("detector.kind", cheat_per_h)`` pairs, one for each cheat profile that
+            produced the kind in the lab (lower 95 % bound of its rate): the conclusive test's
+            alternative is their equal mixture (module doc); a kind without any uses the single
+            cheat rate of ``kind_rates``.
+        repeat_kinds: ``"detector.kind"`` names whose findings re-test a running statistic (the
+            IW4MAdmin session means and ratios): the conclusive test counts them once per window.
         conclusive_prior: prevalence of cheaters the conclusive test's posterior assumes (0.02).
         conclusive_weight: the posterior that makes a family conclusive (0.95).
         conclusive_window_s: the window of recent evidence the conclusive test counts (s; 300).
@@ -172,6 +207,9 @@ class SanctionConfig:
     link_kick_window_s: float = 60.0
     kind_weights: tuple[tuple[str, float], ...] = ()
     kind_rates: tuple[tuple[str, float, float], ...] = ()
+    kind_profile_rates: tuple[tuple[str, float], ...] = ()
+    repeat_kinds: frozenset[str] = field(default_factory=lambda: frozenset(
+        {"iw4m.Bone", "iw4m.Chest", "iw4m.Offset", "iw4m.Snap"}))
     conclusive_prior: float = 0.02
     conclusive_weight: float = 0.95
     conclusive_window_s: float = 300.0
@@ -230,6 +268,10 @@ class SanctionConfig:
                     or not all(isinstance(r, (int, float)) and math.isfinite(r) and r > 0.0 for r in entry[1:])):
                 raise ValueError(f"kind_rates entries must be (\"detector.kind\", honest_per_h > 0, cheat_per_h > 0), "
                                  f"got {entry!r}")
+        for entry in self.kind_profile_rates:
+            if (len(entry) != 2 or not isinstance(entry[0], str) or not isinstance(entry[1], (int, float))
+                    or not (math.isfinite(entry[1]) and entry[1] > 0.0)):
+                raise ValueError(f"kind_profile_rates entries must be (\"detector.kind\", cheat_per_h > 0), got {entry!r}")
         if not 0.0 < self.conclusive_prior < 1.0:
             raise ValueError(f"conclusive_prior must be in (0, 1), got {self.conclusive_prior!r}")
         if not 0.0 < self.conclusive_weight <= 1.0:
@@ -363,8 +405,11 @@ class SanctionPolicy:
         self._family_of: dict[str, str] = dict(self.config.families)
         self._weights: dict[tuple[str, str], float] = {}
         self._measured: dict[tuple[str, str], bool] = {}
-        self._rates: dict[tuple[str, str], tuple[float, float]] = {
-            tuple(key.split(".", 1)): (honest, cheat)  # type: ignore[misc]
+        profiles: dict[str, list[float]] = {}
+        for key, rate in self.config.kind_profile_rates:
+            profiles.setdefault(key, []).append(float(rate))
+        self._rates: dict[tuple[str, str], tuple[float, tuple[float, ...]]] = {
+            tuple(key.split(".", 1)): (honest, tuple(profiles.get(key, (cheat,))))  # type: ignore[misc]
             for key, honest, cheat in self.config.kind_rates if "." in key
         }
         self._tallies: dict[str, _Tally] = {}
@@ -650,8 +695,8 @@ class SanctionPolicy:
         for fam, kinds in counts.items():
             llr = 0.0
             for (detector, kind), n in kinds.items():
-                honest, cheat = self._rates[(detector, kind)]
-                llr += n * math.log(cheat / honest) - (cheat - honest) * window_h
+                honest, cheats = self._rates[(detector, kind)]
+                llr += count_log_ratio(n, honest, cheats, window_h, f"{detector}.{kind}" in cfg.repeat_kinds)
             log_odds = prior_log_odds + llr
             posterior = 1.0 / (1.0 + math.exp(-log_odds)) if log_odds > -700.0 else 0.0
             if posterior >= cfg.conclusive_weight:

@@ -15,10 +15,11 @@ no cheater produced weighs the floor.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from anticheat.judgement.sanctions import SanctionConfig
+from anticheat.judgement.sanctions import SanctionConfig, count_log_ratio
 from testbed.lab.metrics import rate
 from testbed.lab.store import LabStore
 
@@ -33,7 +34,8 @@ class KindCalibration:
     """One detection kind's figures: detections among honest players (``honest``) in
     ``honest_h`` player-hours and among all cheaters (``cheat``) in ``cheat_h``; ``honest_high``
     (the honest rate's upper 95 % Garwood bound) and ``cheat_low`` (the highest lower bound of any
-    one profile's rate, over that profile's hours) per hour; ``lr`` their ratio; ``weight`` the
+    one profile's rate, over that profile's hours) per hour; ``profile_rates`` the lower bounds of
+    every profile that makes it faster than honest players (the conclusive test's mixture); ``lr`` their ratio; ``weight`` the
     posterior at the prior; ``to_kick``: how many findings within the policy's conclusive window
     make it conclusive on their own (None: never, the cheats produce it no faster than honest
     players)."""
@@ -48,13 +50,15 @@ class KindCalibration:
     lr: float
     weight: float
     to_kick: int | None
+    profile_rates: tuple[float, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """Plain figures (rates per player-hour)."""
         return {"kind": self.kind, "honest": self.honest, "honest_h": round(self.honest_h, 3), "cheat": self.cheat,
                 "cheat_h": round(self.cheat_h, 3), "honest_high_per_h": self.honest_high,
                 "cheat_low_per_h": self.cheat_low, "lr": self.lr, "weight": self.weight,
-                "to_kick": self.to_kick}
+                "to_kick": self.to_kick,
+                "profile_low_per_h": list(self.profile_rates)}
 
 
 def posterior(lr: float, prior: float) -> float:
@@ -63,16 +67,28 @@ def posterior(lr: float, prior: float) -> float:
     return odds / (1.0 + odds)
 
 
-def findings_to_conclude(honest_per_h: float, cheat_per_h: float, config: SanctionConfig) -> int | None:
-    """The fewest findings of one kind within ``config.conclusive_window_s`` whose Poisson
-    likelihood ratio makes the policy's conclusive test pass (None: no count does)."""
-    if not cheat_per_h > honest_per_h > 0.0:
+MAX_TO_KICK = 1000
+"""Counts above this are reported as never concluding."""
+
+
+def findings_to_conclude(honest_per_h: float, cheats_per_h: float | Sequence[float], config: SanctionConfig,
+                         kind: str = "") -> int | None:
+    """The fewest findings of one kind within ``config.conclusive_window_s`` whose likelihood
+    ratio (``anticheat.judgement.sanctions.count_log_ratio``: Poisson, the cheat rates an equal
+    mixture) makes the policy's conclusive test pass (None: no count does). A repeat kind
+    (``config.repeat_kinds``) counts once, so it concludes at 1 or never."""
+    cheats = [cheats_per_h] if isinstance(cheats_per_h, (int, float)) else list(cheats_per_h)
+    cheats = [c for c in cheats if c > honest_per_h]
+    if not cheats or not honest_per_h > 0.0:
         return None
-    step = math.log(cheat_per_h / honest_per_h)
-    penalty = (cheat_per_h - honest_per_h) * config.conclusive_window_s / 3600.0
+    window_h = config.conclusive_window_s / 3600.0
     p, goal = config.conclusive_prior, config.conclusive_weight
-    need = math.log(goal / (1.0 - goal)) - math.log(p / (1.0 - p)) + penalty
-    return max(1, math.ceil(need / step - 1e-12))
+    need = math.log(goal / (1.0 - goal)) - math.log(p / (1.0 - p))
+    repeat = kind in config.repeat_kinds
+    for n in range(1, 2 if repeat else MAX_TO_KICK + 1):
+        if count_log_ratio(n, honest_per_h, cheats, window_h, repeat) >= need:
+            return n
+    return None
 
 
 def calibrate(store: LabStore, run: str = "base", prior: float = 0.02,
@@ -106,13 +122,15 @@ def calibrate(store: LabStore, run: str = "base", prior: float = 0.02,
             continue  # no honest exposure: nothing to calibrate against
         profiles = by_profile.get((detector, kind), {})
         # The cheat the kind is most typical of: the highest lower bound among the profiles.
-        cheat_low = max((rate(n, profile_h[p]).low for p, n in profiles.items() if profile_h.get(p)), default=0.0)
+        every = sorted(rate(n, profile_h[p]).low for p, n in profiles.items() if profile_h.get(p))
+        cheat_low = max(every, default=0.0)
+        lows = [low for low in every if low > honest_high]  # the profiles that make it faster than honest players
         lr = cheat_low / honest_high
         weight = max(WEIGHT_FLOOR, min(1.0, posterior(lr, prior)))
         out.append(KindCalibration(
             kind=f"{detector}.{kind}", honest=n_honest, honest_h=honest_h, cheat=sum(profiles.values()),
             cheat_h=cheat_h, honest_high=honest_high, cheat_low=cheat_low, lr=lr, weight=weight,
-            to_kick=findings_to_conclude(honest_high, cheat_low, cfg),
+            to_kick=findings_to_conclude(honest_high, lows, cfg, f"{detector}.{kind}"), profile_rates=tuple(lows),
         ))
     return out
 
@@ -133,5 +151,11 @@ def kind_weights_toml(kinds: list[KindCalibration], comment: str = "") -> str:
     for k in ordered:
         if k.cheat_low > 0.0:
             lines.append(f'    ["{k.kind}", {k.honest_high:.6g}, {k.cheat_low:.6g}],')
+    lines.append("]")
+    lines.append("# (kind, one cheat profile's rate per player-hour, lower bound): the conclusive test's mixture")
+    lines.append("kind_profile_rates = [")
+    for k in ordered:
+        for r in k.profile_rates:
+            lines.append(f'    ["{k.kind}", {r:.6g}],')
     lines.append("]")
     return "\n".join(lines) + "\n"
