@@ -9,8 +9,13 @@ import pytest
 
 from anticheat.detectors.fire import FireDetector
 from anticheat.detectors.recoil import RecoilDetector
-from anticheat.detectors.trigger import TriggerConfig, TriggerDetector
-from anticheat.detectors.trw import wald_thresholds
+from anticheat.detectors.trigger import (
+    LOG_LR,
+    TriggerConfig,
+    TriggerDetector,
+    range_band,
+    shot_category,
+)
 from anticheat.events import ConnectionSample, Detection, SpawnEvent
 from anticheat.skip import SkipBook
 from tests.synthetic import make_aim, make_shot
@@ -92,26 +97,65 @@ def run(det: TriggerDetector, skip: SkipBook, pattern: str) -> list[Detection]:
     return out
 
 
-def test_triggerbot_is_flagged_after_walds_number_of_on_target_shots() -> None:
-    cfg = TriggerConfig()
-    up = math.log(cfg.cheat_rate / cfg.honest_rate)
-    need = math.ceil(wald_thresholds(cfg.alpha, cfg.beta).log_upper / up)
+def trigger_need(cfg: TriggerConfig | None = None) -> int:
+    """Shots of ``"T" * n`` (first contact every 0.5 s, a pistol: each prompt and following an
+    on-target shot, no aim samples: the last range band) the CUSUM needs to reach its threshold."""
+    cfg = cfg or TriggerConfig()
+    row = LOG_LR[range_band(None)]
+    n, s = 1, row[shot_category(True, True, False, False)]
+    while s < cfg.threshold:
+        n, s = n + 1, s + row[shot_category(True, True, True, True)]
+    return n
+
+
+def test_triggerbot_is_flagged_when_the_cusum_reaches_its_threshold() -> None:
+    need = trigger_need()
+    assert 8 <= need <= 30  # seconds of a triggerbot's shooting, not minutes
     assert run(TriggerDetector(), book(), "T" * (need - 1)) == []
-    found = run(TriggerDetector(), book(), "ToT" * need)
-    assert found and found[0].kind == "on_target" and found[0].evidence["shots"] == need
-    assert found[0].evidence["first_contact"] >= need // 2
+    found = run(TriggerDetector(), book(), "T" * need)
+    assert [d.kind for d in found] == ["on_target"]
+    assert found[0].evidence["shots"] == need and found[0].evidence["first_contact"] == need
+    assert found[0].evidence["cusum"] >= found[0].evidence["threshold"] == TriggerConfig().threshold
+    # The statistic restarts after an alarm: a second one needs evidence of its own.
+    det = TriggerDetector()
+    assert len(run(det, book(), "T" * (2 * need - 2))) == 1
 
 
 def test_honest_shooting_is_never_flagged() -> None:
-    # Half the shots on target (the best honest bots measured), in long runs and in streaks.
+    # Half the shots on target, first contact among them (the best honest bots measured).
     assert run(TriggerDetector(), book(), "oT.." * 100) == []
-    assert run(TriggerDetector(), book(), ("o" * 8 + "." * 3) * 30) == []
+    assert run(TriggerDetector(), book(), ("TT..o." * 60)) == []
+    # A long-range streak of ten first-contact taps (as honest pros do), then a run of misses.
+    assert run(TriggerDetector(), book(), ("T" * 10 + "." * 12) * 20) == []
 
 
-def test_an_honest_verdict_restarts_the_walk() -> None:
-    # A player cleared early who later fires only on target is still caught.
+def test_off_target_shots_bank_no_credit() -> None:
+    # A player who starts firing only on first contact after many misses is caught as fast.
     det = TriggerDetector()
-    assert run(det, book(), "...." + "T" * 40)
+    assert run(det, book(), "." * 200 + "T" * trigger_need())
+
+
+def test_the_range_band_weighs_a_first_contact_streak() -> None:
+    # At close range (< 15 m) a streak of first-contact shots is rarer for honest players than
+    # at long range: the same streak reaches the threshold sooner.
+    def flagged_after(distance_m: float) -> int:
+        det, skip = TriggerDetector(), book()
+        for i, s in enumerate(shots("T" * 60)):
+            s = dataclasses.replace(s, claim=dataclasses.replace(s.claim, seq=100 + i))
+            det.on_aim(dataclasses.replace(make_aim(i), seq=100 + i, target=2, target_distance_m=distance_m), skip)
+            if det.on_shot(s, skip):
+                return i + 1
+        raise AssertionError("never flagged")
+
+    assert flagged_after(10.0) < flagged_after(80.0) == trigger_need()
+
+
+def test_the_threshold_reads_as_false_alarms_per_player_hour() -> None:
+    one, ten = TriggerConfig(false_alarm_player_hours=1000.0), TriggerConfig(false_alarm_player_hours=10000.0)
+    assert 20.0 < one.threshold < 30.0
+    assert ten.threshold - one.threshold == pytest.approx(math.log(10.0) / 0.441)
+    with pytest.raises(ValueError):
+        TriggerConfig(false_alarm_player_hours=0.0)
 
 
 # --- silent aim: shot angles off the command's crosshair path ----------------------------------
@@ -146,3 +190,24 @@ def test_shots_along_a_fast_flick_are_not_silent_aim() -> None:
         along = dataclasses.replace(s.claim, yaw_deg=33.0, pitch_deg=2.0, view=(33.0, 2.0), prev_view=None)
         found += det.on_shot(dataclasses.replace(s, claim=along), skip)
     assert found == []
+
+
+def test_shots_at_a_bait_are_not_read_as_misses() -> None:
+    # A triggerbot that fires at AimDetect's bait: those shots hit no player, but they are not the
+    # honest kind of miss that pulls the statistic down.
+    need = trigger_need()
+    pattern = "T" * need
+    det, out = TriggerDetector(), []
+    for i, s in enumerate(shots(pattern)):
+        out += det.on_shot(s, book())
+        if i == need // 2:
+            bait = dataclasses.replace(make_shot(victim=None, t=s.time_s + 0.25), first_contact=None, bait_hit=True)
+            out += det.on_shot(bait, book())
+    assert [d.kind for d in out] == ["on_target"] and det.skip_counts()["bait"] == 1
+    # The same shot without the bait is a miss, and it delays the alarm.
+    det, out = TriggerDetector(), []
+    for i, s in enumerate(shots(pattern)):
+        out += det.on_shot(s, book())
+        if i == need // 2:
+            out += det.on_shot(dataclasses.replace(make_shot(victim=None, t=s.time_s + 0.25), first_contact=None), book())
+    assert out == []

@@ -1,81 +1,164 @@
-"""Triggerbot: shots that are all fired with the crosshair already on a player.
+"""Triggerbot: shots fired the instant the crosshair is on a player, and never off one.
 
-A triggerbot pulls the trigger only when the crosshair ray meets an enemy's hitbox, so, seen by the
-server, every one of its shots leaves with the spread-free crosshair on a player (the server casts
-that ray at the shot's rewind time: ``ShotResult.first_contact`` is not None exactly then). Humans
-fire while still correcting, spray through misses and pre-fire corners: in our honest population
-(recorded matches, every skill and link) about a third to a half of the shots leave with the
-crosshair on a player, but in streaks: at long range a flick lands exactly when the shot goes,
-so the honest rate overlaps a triggerbot's for dozens of shots and this test is slow by design. ``first_contact`` (the crosshair reached that player on this very command)
-is kept as evidence: a triggerbot that waits for its weapon often fires a command or two later.
+A triggerbot presses FIRE on the first command its crosshair ray meets an enemy's hitbox (no
+reaction time) and drops the human's own presses, so seen by the server its shots leave with the
+spread-free crosshair on a player (``ShotResult.first_contact`` is not None), most of them on the
+very command the crosshair got there (``first_contact`` True), and a player it has just shot stays
+its next shot's mark. Neither sign alone separates it from honest play: on the standard corpus
+(``lab/standard``, pellet-0 shots) the on-target fraction is 0.28 (low skill) to 0.55 (pro) for
+honest bots, up to ~0.7 over a player-match at long range, against 0.86-0.93 for the triggerbots,
+and ``first_contact`` among on-target shots is 0.4 on average for honest bots. What differs is the
+combination: an honest player who lands a shot on first contact and lands the next one the same way
+does it in streaks at long range; a triggerbot does it everywhere, and almost never shoots off target.
+
+Each judged shot falls in one of nine categories: off target (0), or on target (1..8) as
+``1 + first_contact + 2 * prompt + 4 * follows_on``, where ``prompt`` means the shot came as soon
+as the weapon allowed after the previous one (within ``fire_interval_s + prompt_slack_s``: a
+burst's continuation) and ``follows_on`` that the previous shot, less than ``follow_s`` before, was
+on target too. The shot's range band (the distance of the player's nearest visible enemy in the
+shot's ``AimSample``: < 15, 15-30, 30-50, >= 50 m or none) picks a row of ``LOG_LR``, the
+log-likelihood ratio of each category between the triggerbots and the most triggerbot-like honest
+skill per category (measured, see below). The per-shot ratios go into Page's CUSUM
+(S = max(0, S + llr); alarm at h, then S restarts).
+
+The threshold is set from a false-alarm rate in player-hours, but not from an i.i.d. run-length:
+honest shots come in streaks (long-range taps that all land on first contact), and the honest
+CUSUM peaks have a much heavier tail than an independent model predicts. Instead the tail was
+measured: on ``lab/standard`` (seeds 100000+, 159 honest player-matches, 26.7 honest
+player-hours, every skill and link class), the number of honest player-matches whose peak reached
+x, per player-hour, fits ``exp(TAIL_LOG_RATE - TAIL_SLOPE * x)`` for x = 6..14 (highest peak 14.5),
+so ``h = (TAIL_LOG_RATE + ln false_alarm_player_hours) / TAIL_SLOPE`` reads "one false alarm per
+``false_alarm_player_hours`` honest player-hours" (1,000: h = 23.8), an extrapolation of that fit.
+On the same corpus the four triggerbots (2 ``triggerbot``, 2 ``triggerbot_no_bait``) were flagged
+after 74, 5, 103 and 64 s of play with no honest detection. Re-measure (walk a corpus's streams
+as ``testbed.lab.kills`` does, over pellet-0 shots and aim samples) when the aim model,
+``first_contact`` or the range bands change. A shot that touched an AimDetect bait and no player is
+not judged: it is the bait's evidence, and as a miss it would count in a bait-shooting triggerbot's
+favour.
 
 Kind (detector ``trigger``):
 
-- ``on_target``: a Threshold Random Walk (Wald's SPRT, ``anticheat.detectors.trw``) over each player's
-  shots with observation "crosshair on a player", theta0 = ``honest_rate`` and theta1 =
-  ``cheat_rate``, with ``alpha`` the tolerated false-alarm rate per walk and ``beta`` the miss
-  rate. An "honest" verdict restarts the walk, so a player who starts landing every shot later is
-  still judged; a "cheater" verdict emits a detection and restarts too.
+- ``on_target``: the CUSUM reached h: the player's shots have been on target, on first contact
+  and in follow-ups, far more often than any honest skill's.
 
-Only pellet 0 is judged; shots of weapons on the skip list, or by players whose link is bad,
-are not observed.
+Only pellet 0 is judged; shots of weapons on the skip list, or by players whose link is bad, are
+not observed (they still count as the previous shot of the next one).
 """
 
 from __future__ import annotations
 
 import logging
-from collections import Counter
+import math
+from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from anticheat.detector import NO_DETECTIONS, NO_SCORES, Detector, over_limit
-from anticheat.detectors.trw import Decision, ThresholdRandomWalk, wald_thresholds
-from anticheat.events import Detection, ShotResult
+from anticheat.events import AimSample, Detection, ShotResult
 from anticheat.skip import SkipBook
 from anticheat.tolerances import searched
+from world.weapons import WEAPONS
 
 log = logging.getLogger(__name__)
 
-__all__ = ["TriggerConfig", "TriggerDetector"]
+__all__ = ["LOG_LR", "RANGE_BANDS_M", "TriggerConfig", "TriggerDetector", "shot_category"]
+
+RANGE_BANDS_M: tuple[float, ...] = (15.0, 30.0, 50.0)
+"""Upper bounds (m) of the first range bands; beyond the last (or no visible enemy): the last band."""
+
+LOG_LR: tuple[tuple[float, ...], ...] = (
+    (-2.08, -0.97, 1.08, -0.10, -0.19, -0.14, 3.75, 1.31, 2.95),
+    (-1.96, -0.86, 0.93, -0.23, -0.21, -0.80, 2.44, 1.41, 2.20),
+    (-1.63, -1.19, 0.60, 0.26, 0.61, -0.68, 1.74, 2.33, 2.50),
+    (-1.47, -0.95, 0.62, 0.15, 0.53, -0.80, 1.41, 1.25, 1.79),
+)
+"""ln(P(category | triggerbot) / P(category | honest)) per range band (rows) and category
+(columns, see the module docstring). Measured on ``lab/standard``: the triggerbots' rates pooled
+over the band and its neighbours; the honest rates the highest of the four skills per category,
+renormalised; both floored at 0.005 (rare categories)."""
+
+TAIL_LOG_RATE = 3.57
+TAIL_SLOPE = 0.441
+"""The honest peak tail: player-matches per honest player-hour whose CUSUM peak reached x is
+exp(TAIL_LOG_RATE - TAIL_SLOPE * x) (fit on ``lab/standard``, x = 6..14)."""
+
+_WEAPON_INTERVAL_S = {int(w): spec.fire_interval_s for w, spec in WEAPONS.items()}
 
 
 @dataclass(frozen=True, slots=True)
 class TriggerConfig:
-    """Triggerbot test parameters (rates are fractions of shots, 0..1).
+    """Triggerbot test parameters.
 
     Attributes:
-        honest_rate: theta0, the on-target rate an honest player is assumed not to exceed (0.7:
-            honest bots measured 0.3-0.6 over a match, with streaks well above that at long range
-            on open maps, where a flick lands exactly when the shot goes).
-        cheat_rate: theta1, a triggerbot's on-target rate (0.97: it fires only on target, and
-            client/server interpolation differ by a few cm now and then).
-        alpha, beta: Wald's error rates (0.001, 0.01): with these, 21 on-target shots in a row
-            decide "cheater", about 2 off-target shots decide "honest". A triggerbot is therefore
-            a slow catch (minutes, not seconds); faster settings flagged honest bots.
+        false_alarm_player_hours: an honest player raises one false alarm per this many hours of
+            play, on average, by the measured tail of honest CUSUM peaks (1,000 player-hours).
+        prompt_slack_s: a shot is "prompt" within the weapon's fire interval plus this (s): one
+            and a half 64 Hz commands.
+        follow_s: the previous shot counts as "just before" within this time (s).
         severity: of the Detection.
     """
 
-    honest_rate: float = searched(0.7, 0.5, 0.9)
-    cheat_rate: float = 0.97
-    alpha: float = searched(0.001, 1e-5, 0.02)
-    beta: float = searched(0.01, 1e-3, 0.1)
+    false_alarm_player_hours: float = searched(1000.0, 50.0, 1e5)
+    prompt_slack_s: float = 1.5 / 64.0
+    follow_s: float = 1.0
     severity: float = 0.7
 
     def __post_init__(self) -> None:
-        if not 0.0 < self.honest_rate < self.cheat_rate < 1.0:
-            raise ValueError("need 0 < honest_rate < cheat_rate < 1")
-        wald_thresholds(self.alpha, self.beta)
+        if not self.false_alarm_player_hours > 0.0:
+            raise ValueError("trigger: false_alarm_player_hours must be positive")
+        if self.threshold <= 0.0:
+            raise ValueError("trigger: false_alarm_player_hours too small for a positive threshold")
+        if self.prompt_slack_s < 0.0 or not self.follow_s > 0.0:
+            raise ValueError("trigger: prompt_slack_s >= 0 and follow_s > 0")
+
+    @property
+    def threshold(self) -> float:
+        """The CUSUM's alarm threshold h (log-LR units)."""
+        return (TAIL_LOG_RATE + math.log(self.false_alarm_player_hours)) / TAIL_SLOPE
+
+
+def shot_category(on_target: bool, first_contact: bool, prompt: bool, follows_on: bool) -> int:
+    """The shot's column of ``LOG_LR``: 0 off target, else 1 + first_contact + 2 prompt + 4 follows_on."""
+    if not on_target:
+        return 0
+    return 1 + first_contact + 2 * prompt + 4 * follows_on
+
+
+def range_band(distance_m: float | None) -> int:
+    """The row of ``LOG_LR`` for the nearest visible enemy's distance (m), None when none."""
+    if distance_m is None:
+        return len(RANGE_BANDS_M)
+    for i, upper in enumerate(RANGE_BANDS_M):
+        if distance_m < upper:
+            return i
+    return len(RANGE_BANDS_M)
+
+
+@dataclass(slots=True)
+class _Player:
+    """One player's evidence: the CUSUM and the facts of its last shot."""
+
+    statistic: float = 0.0
+    peak: float = 0.0
+    shots: int = 0
+    on_target: int = 0
+    first_contact: int = 0
+    last_shot_s: float = -math.inf
+    last_on: bool = False
 
 
 class TriggerDetector(Detector):
-    """Per-player SPRT on the crosshair being on a player at every shot."""
+    """Per-player CUSUM over each shot's category log-likelihood ratio."""
 
     name = "trigger"
 
     def __init__(self, config: TriggerConfig | None = None) -> None:
         self.config = config or TriggerConfig()
-        self._walks: dict[int, ThresholdRandomWalk] = {}
-        self._first_contact: Counter[int] = Counter()
+        self._h = self.config.threshold
+        self._players: dict[int, _Player] = {}
+        # The last few commands' nearest visible enemy distance, by seq: a shot's command is
+        # among the tick's samples, which come before its shots.
+        self._ranges: dict[int, deque[tuple[int, float | None]]] = {}
         self.skipped: Counter[str] = Counter()
 
     def skip_counts(self) -> Mapping[str, int]:
@@ -83,43 +166,66 @@ class TriggerDetector(Detector):
         return dict(self.skipped)
 
     def reset_player(self, player: int) -> None:
-        self._walks.pop(player, None)
-        self._first_contact.pop(player, None)
+        self._players.pop(player, None)
+        self._ranges.pop(player, None)
 
     def scores(self, player: int) -> Mapping[str, float]:
-        """``llr``: the SPRT's log likelihood ratio against its upper boundary ln A (unitless;
-        1.0 decides "triggerbot"). The walk restarts after every verdict, so the value is the
-        highest log LR any of the player's walks reached (0 before a shot on target)."""
-        walk = self._walks.get(player)
-        if walk is None:
+        """``llr``: the highest CUSUM statistic the player reached against the threshold h
+        (unitless; 1.0 raises an alarm; the statistic restarts after one, the peak is kept)."""
+        st = self._players.get(player)
+        if st is None:
             return NO_SCORES
-        return {"llr": over_limit(walk.peak_log_lr, walk.thresholds.log_upper)}
+        return {"llr": over_limit(st.peak, self._h)}
+
+    def on_aim(self, sample: AimSample, skip: SkipBook) -> Sequence[Detection]:
+        ring = self._ranges.get(sample.player)
+        if ring is None:
+            ring = self._ranges[sample.player] = deque(maxlen=8)
+        ring.append((sample.seq, sample.target_distance_m if sample.target is not None else None))
+        return NO_DETECTIONS
+
+    def _range_of(self, player: int, seq: int) -> float | None:
+        for s, dist in reversed(self._ranges.get(player, ())):
+            if s == seq:
+                return dist
+        return None
 
     def on_shot(self, shot: ShotResult, skip: SkipBook) -> Sequence[Detection]:
         if shot.pellet != 0:
             return NO_DETECTIONS
+        st = self._players.get(shot.shooter)
+        if st is None:
+            st = self._players[shot.shooter] = _Player()
+        cfg = self.config
+        on = shot.first_contact is not None
+        if shot.bait_hit and not on:
+            # A shot at an AimDetect bait is AimDetect's evidence; read as a miss here it would
+            # count as the most honest kind of shot for a triggerbot that fires at baits.
+            self.skipped["bait"] += 1
+            return NO_DETECTIONS
+        since = shot.time_s - st.last_shot_s
+        prompt = since <= _WEAPON_INTERVAL_S.get(shot.weapon, 0.0) + cfg.prompt_slack_s
+        follows_on = st.last_on and since < cfg.follow_s
+        st.last_shot_s, st.last_on = shot.time_s, on
         reason = skip.shot_reason(shot.shooter, None, shot.weapon)
         if reason is not None:
             self.skipped[reason.value] += 1
             return NO_DETECTIONS
-        cfg = self.config
-        walk = self._walks.get(shot.shooter)
-        if walk is None:
-            walk = self._walks[shot.shooter] = ThresholdRandomWalk(cfg.honest_rate, cfg.cheat_rate, cfg.alpha, cfg.beta)
-        on_target = shot.first_contact is not None
-        if shot.first_contact:
-            self._first_contact[shot.shooter] += 1
-        decision = walk.observe(on_target)
-        if decision is Decision.PENDING:
+        category = shot_category(on, bool(shot.first_contact), prompt, follows_on)
+        st.shots += 1
+        st.on_target += on
+        st.first_contact += bool(shot.first_contact)
+        st.statistic = max(0.0, st.statistic + LOG_LR[range_band(self._range_of(shot.shooter, shot.claim.seq))][category])
+        st.peak = max(st.peak, st.statistic)
+        if st.statistic < self._h:
             return NO_DETECTIONS
-        shots, positives, lr = walk.observations, walk.positives, walk.likelihood_ratio
-        walk.reset()
-        if decision is Decision.HONEST:
-            return NO_DETECTIONS
-        first = self._first_contact.pop(shot.shooter, 0)
-        log.info("trigger: player %d on target at %d of %d shots", shot.shooter, positives, shots)
+        shots, positives, first, peak = st.shots, st.on_target, st.first_contact, st.statistic
+        st.statistic = 0.0
+        st.shots = st.on_target = st.first_contact = 0
+        log.info("trigger: player %d on target at %d of %d shots (%d first contact)", shot.shooter, positives, shots, first)
         return [Detection(player=shot.shooter, tick=shot.tick, time_s=shot.time_s, detector=self.name,
                           kind="on_target", value=positives / shots, severity=cfg.severity,
                           reason=f"OnTarget-{positives}/{shots}",
                           evidence={"on_target": positives, "shots": shots, "first_contact": first,
-                                    "likelihood_ratio": lr})]
+                                    "cusum": peak, "threshold": self._h,
+                                    "false_alarm_player_hours": cfg.false_alarm_player_hours})]
