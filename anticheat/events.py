@@ -52,6 +52,10 @@ class AimSample:
             None; hidden_angle_deg: angle between the view and that enemy's chest (deg, 180
             without one: a number, not NaN, so samples compare equal after a replay round trip).
             Both default to "none" so events recorded before they existed still decode.
+        phantom: the number of the player's phantom (``server.phantoms``: an entity record the
+            server sends like an enemy player's, always out of the player's line of sight; each
+            placement a new number), or None; phantom_angle_deg: angle between the view and its
+            chest (deg, 180 without one). Defaults as for the hidden target.
     """
 
     player: int
@@ -75,6 +79,8 @@ class AimSample:
     target_distance_m: float
     hidden_target: int | None = None
     hidden_angle_deg: float = 180.0
+    phantom: int | None = None
+    phantom_angle_deg: float = 180.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ import numpy as np
 from anticheat.events import AimSample
 from physics.weapon_state import WeaponState
 from server.input_kernel import aim_candidates, aim_gather
+from server.phantoms import Phantoms
 from server.tick_commands import Round, TickCommands
 from world.constants import (
     CROUCHING_CHEST_M,
@@ -31,6 +32,7 @@ _AIM_FIELDS = (
     "player", "tick", "time_s", "seq", "yaw_deg", "pitch_deg", "recoil_pitch_deg", "recoil_yaw_deg",
     "server_punch_pitch_deg", "server_punch_yaw_deg", "buttons", "weapon", "weapon_switch", "stance", "on_ground",
     "speed_m_s", "target", "target_angle_deg", "target_distance_m", "hidden_target", "hidden_angle_deg",
+    "phantom", "phantom_angle_deg",
 )
 if tuple(f.name for f in fields(AimSample)) != _AIM_FIELDS or hasattr(AimSample, "__post_init__"):  # pragma: no cover
     raise AssertionError("AimSample changed: update server.aim_samples.append_aim_samples and _aim_sample")
@@ -87,12 +89,20 @@ def aim_kernels(
 
 
 def append_aim_samples(
-    round_: Round, commands: TickCommands, wpn: WeaponState, tick: int, now_s: float, events: list[Any]
+    round_: Round, commands: TickCommands, wpn: WeaponState, tick: int, now_s: float, events: list[Any],
+    phantoms: Phantoms | None = None, world: WorldState | None = None,
 ) -> None:
     """The round's AimSamples (server time ``now_s``, s) onto ``events``, each also kept as its
-    session's ``last_aim``."""
+    session's ``last_aim``; with ``phantoms`` and ``world`` (the round applied), each names the
+    player's phantom and the angle from its view to it."""
     a, b = round_.start, round_.stop
     slots = commands.slots[a:b]
+    if phantoms is not None and world is not None and phantoms.shown.any():
+        eye = world.pos[slots].copy()
+        eye[:, 2] += EYE_M[world.stance[slots]]
+        phantom, phantom_angle = phantoms.aim(slots, eye, commands.cos_sin[:, :, a:b])
+    else:
+        phantom, phantom_angle = [None] * (b - a), [180.0] * (b - a)
     speed, angle, distance, hidden_angle, target_slot, stance, hidden_slot, on_ground = (
         column[a:b] for column in commands.aim
     )
@@ -101,15 +111,15 @@ def append_aim_samples(
     # counts, and a tick makes ~190 samples.
     c = commands
     for (session, seq, yaw, pitch, rp, ry, buttons, switch, pp, py, sp, ang, dst, tgt, held, st, ground, hid,
-         hang) in zip(
+         hang, ph, phang) in zip(
         round_.sessions, c.seq[a:b], c.view_yaw[a:b], c.view_pitch[a:b], c.recoil_pitch[a:b], c.recoil_yaw[a:b],
         c.buttons[a:b], c.switch[a:b], wpn.punch_pitch_deg[slots].tolist(), wpn.punch_yaw_deg[slots].tolist(),
         speed, angle, distance, target_slot, wpn.weapon[slots].tolist(), stance, on_ground, hidden_slot,
-        hidden_angle, strict=True,
+        hidden_angle, phantom, phantom_angle, strict=True,
     ):
         sample = make(
             session.slot, tick, now_s, seq, yaw, pitch, rp, ry, pp, py, buttons, held, switch, st, ground, sp,
-            tgt if tgt >= 0 else None, ang, dst, hid if hid >= 0 else None, hang,
+            tgt if tgt >= 0 else None, ang, dst, hid if hid >= 0 else None, hang, ph, phang,
         )
         session.last_aim = sample
         events.append(sample)

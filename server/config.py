@@ -58,6 +58,64 @@ class BaitConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class PhantomConfig:
+    """The phantom (``server.phantoms``): per viewer, one extra entity record exactly like an
+    enemy player's, walking the map always out of the viewer's line of sight. Only a client that
+    draws what a human cannot see (a wallhack) ever aims at it or walks toward it.
+
+    Rate: each viewer has at most one phantom; it lives ``lifetime_s`` (6 s), then after
+    ``gap_s`` (1 s) a new one is placed, so a living viewer has a phantom up to 85 % of its
+    play (less where no hidden place is found at once). A phantom that would come into sight takes another heading, or is removed at once
+    (a new one after ``gap_s``); every removal leaves the snapshots for at least ``gap_s``,
+    longer than any client's interpolation, so no client draws it jumping.
+
+    Attributes:
+        enabled: place phantoms.
+        min_range_m, max_range_m: the phantom is placed this far from the viewer (m): the range
+            at which the culler sends real players about to come round a corner.
+        lifetime_s: how long one phantom lives (s). gap_s: none between two (s).
+        speed_min_m_s, speed_max_m_s: each leg's walking to running speed (m/s; the weapons'
+            top speeds are 3.8-6.1 m/s, walking about half).
+        leg_min_s, leg_max_s: a straight leg of the walk lasts this long at most (s; shorter
+            where a wall stops it).
+        horizon_margin_s: the viewer's eye is checked where it may be up to its round trip +
+            the check period + this margin ahead (s): what it sees before the next check, and
+            until a removed phantom leaves what its client draws (the client's interpolation,
+            0.1 s, is inside the margin).
+        trail_s: the phantom's positions of the last ``trail_s`` (s) are checked too: a client
+            draws an entity where it was a round trip and its interpolation ago.
+        lateral_m: half-width of the checked body beside its centre line (m; the body bound is
+            0.55-0.59 m).
+        candidates: random positions tried per placement; headings: per new leg.
+    """
+
+    enabled: bool = True
+    min_range_m: float = 6.0
+    max_range_m: float = 25.0
+    lifetime_s: float = 6.0
+    gap_s: float = 1.0
+    speed_min_m_s: float = 2.2
+    speed_max_m_s: float = 4.6
+    leg_min_s: float = 0.8
+    leg_max_s: float = 3.0
+    horizon_margin_s: float = 0.3
+    trail_s: float = 0.5
+    lateral_m: float = 0.6
+    candidates: int = 24
+    headings: int = 8
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.min_range_m < self.max_range_m or not 0.0 < self.speed_min_m_s <= self.speed_max_m_s:
+            raise ValueError("phantom: need 0 < min_range_m < max_range_m and 0 < speed_min <= speed_max")
+        if not 0.0 < self.leg_min_s <= self.leg_max_s or self.lifetime_s <= 0.0 or self.gap_s <= 0.0:
+            raise ValueError("phantom: need 0 < leg_min_s <= leg_max_s, lifetime_s > 0, gap_s > 0")
+        if self.horizon_margin_s < 0.0 or self.trail_s < 0.0 or self.lateral_m < 0.0:
+            raise ValueError("phantom: margins must be >= 0")
+        if self.candidates < 1 or self.headings < 1:
+            raise ValueError("phantom: candidates and headings must be >= 1")
+
+
+@dataclass(frozen=True, slots=True)
 class ServerConfig:
     """Everything the server core needs besides the map.
 
@@ -105,6 +163,7 @@ class ServerConfig:
     weapons: WeaponConfig = field(default_factory=WeaponConfig)
     visibility: VisibilityConfig = field(default_factory=VisibilityConfig)
     bait: BaitConfig = field(default_factory=BaitConfig)
+    phantom: PhantomConfig = field(default_factory=PhantomConfig)
     protocol: ProtocolLimits = field(default_factory=ProtocolLimits)
     handshake: HandshakeConfig = field(default_factory=HandshakeConfig)
     rate_limit: RateLimitConfig = field(default_factory=RateLimitConfig)

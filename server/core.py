@@ -40,6 +40,7 @@ from server.core_state import Outgoing
 from server.events import EventBus
 from server.handshake import Handshake
 from server.netstats import NetStats
+from server.phantoms import Phantoms
 from server.recording import ReplayWriter
 from server.respawns import respawn_due
 from server.session import Address, ClientSession
@@ -51,6 +52,7 @@ from server.visibility import VisibilityCuller
 from world.geometry import MapGeometry
 from world.mapfile import GameMap
 from world.state import WorldLimits, WorldState
+from world.weapons import WEAPONS
 
 
 class ServerCore:
@@ -79,7 +81,9 @@ class ServerCore:
         self.config = config
         self.map = game_map
         self.geometry = geometry or MapGeometry(game_map)
-        seeds = np.random.SeedSequence(seed).spawn(3)
+        # The first three children are those of before the phantoms (spawn(n)'s k-th child does
+        # not depend on n): every other choice of a seeded match stays as it was.
+        seeds = np.random.SeedSequence(seed).spawn(4)
         self._spawn_rng = np.random.default_rng(seeds[0])
         self._spread_rng = np.random.default_rng(seeds[1])
         self._salt_rng = np.random.default_rng(seeds[2])
@@ -91,6 +95,12 @@ class ServerCore:
         self.history = TickHistory(config.history(), cap)
         self.culler = VisibilityCuller(config.visibility, self.geometry, cap, config.tick_rate_hz)
         self.netstats = NetStats(config.netstats)
+        self.phantoms = Phantoms(
+            config.phantom, self.geometry, cap, config.tick_rate_hz, self.culler.period_ticks,
+            np.random.default_rng(seeds[3]), config.primaries,
+            max(spec.move_speed_m_s for spec in WEAPONS.values()) * max(1.0, config.movement.sprint_factor),
+            config.movement.jump_apex_m,
+        )
         self.handshake = Handshake(
             secret, clock=lambda: self.time_s, random_bytes=self._random_bytes, config=config.handshake
         )
@@ -196,7 +206,9 @@ class ServerCore:
         shots.expire_baits(self, now_s)
         t4 = clock()
         # 5. visibility, then snapshots
-        self.culler.refresh(self.tick, self.world, self._rtt_array())
+        rtt = self._rtt_array()
+        self.culler.refresh(self.tick, self.world, rtt)
+        self.phantoms.update(self.tick, now_s, self.world, rtt)
         t5 = clock()
         send_snapshots(self, now_s)
         t6 = clock()

@@ -25,6 +25,7 @@ from server.config import ServerConfig
 from server.events import EventBus
 from server.handshake import Handshake
 from server.netstats import NetStats
+from server.phantoms import Phantoms
 from server.recording import ReplayWriter
 from server.session import Address, ClientSession
 from server.snapshots import SnapshotBuilder
@@ -54,6 +55,7 @@ class CoreState(Protocol):
     timer: TimerBalance
     history: TickHistory
     culler: VisibilityCuller
+    phantoms: Phantoms
     netstats: NetStats
     handshake: Handshake
     snapshots: SnapshotBuilder

@@ -239,7 +239,7 @@ def apply_round(core: CoreState, round_: Round, commands: TickCommands, now_s: f
             p = fire(core, session, cmd, shot, t_cmd, now_s)
             if p is not None:
                 pending.append(p)
-    append_aim_samples(round_, commands, core.weapons, core.tick, now_s, core._tick_events)
+    append_aim_samples(round_, commands, core.weapons, core.tick, now_s, core._tick_events, core.phantoms, w)
     return pending
 
 

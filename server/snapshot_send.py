@@ -1,5 +1,5 @@
 """Snapshot sending (ARCHITECTURE.md, "A tick", step 5): which clients get a snapshot this tick,
-what each one sees (its visible players and its own baits), written by the tick's shared frame
+what each one sees (its visible players, its phantom and its own baits), written by the tick's shared frame
 (``server.snapshots``) and queued with the tick's datagrams."""
 
 from __future__ import annotations
@@ -35,7 +35,9 @@ def send_snapshots(core: CoreState, now_s: float) -> None:
         # leave room for all 56 up to 177 clients).
         room = core._bait_room
         baits = {shooter: shown[max(0, len(shown) - room):] if room else [] for shooter, shown in baits.items()}
-    snapshots = frame.datagrams_many(viewers, [s.last_applied_seq for s in sessions], targets, ends, baits)
+    phantoms = core.phantoms.records(viewers) if core.phantoms.slot is not None else None
+    snapshots = frame.datagrams_many(viewers, [s.last_applied_seq for s in sessions], targets, ends, baits,
+                                     phantoms=None if phantoms is None else (core.phantoms.slot, *phantoms))
     out = core._out
     tick = core.tick
     on_sent = core.netstats.on_snapshot_sent

@@ -51,11 +51,14 @@ class SnapshotFrame:
     def datagrams_many(
         self, slots: np.ndarray, last_cmd_seqs: list[int], targets: np.ndarray, ends: np.ndarray,
         baits: dict[int, list[tuple[int, tuple[float, float, float]]]] | None = None,
+        *, phantoms: tuple[int, np.ndarray, np.ndarray] | None = None,
     ) -> list[list[bytes]]:
         """Datagrams of the snapshots of ``slots`` (intp), one list per slot in order: slot
         ``slots[i]`` sees players ``targets[ends[i - 1]:ends[i]]`` (intp, in order) and then its
         ``baits`` (entity id, centre m), and its last applied command is ``last_cmd_seqs[i]`` (-1:
-        none). Raises ProtocolError(TOO_LARGE) like ``encode``."""
+        none). ``phantoms``: (their entity id, indices into ``slots`` of the viewers with one, their
+        (M, 36) uint8 records), each record put among its viewer's players in slot order, where
+        a player in that slot would be. Raises ProtocolError(TOO_LARGE) like ``encode``."""
         n = len(slots)
         if not n:
             return []
@@ -64,8 +67,12 @@ class SnapshotFrame:
         # new layout would compile a second specialisation inside a tick.
         rows = np.ascontiguousarray(targets, dtype=np.intp)
         ends = np.ascontiguousarray(ends, dtype=np.intp)
+        if phantoms is not None and phantoms[1].size:
+            rows, ends, extra = self._with_phantoms(rows, ends, *phantoms)
         if baits:
-            rows, ends, extra = self._with_baits(slots, rows, ends, baits)
+            rows, ends, bait_records = self._with_baits(slots, rows, ends, baits, first=len(extra))
+            if bait_records.size:
+                extra = np.ascontiguousarray(np.vstack((extra, bait_records))) if extra.size else bait_records
         per = self._per_part
         bound = parts_bound(n, rows.size, per)
         out = np.empty(bound * (self._head.size + OWN_BOUND_BYTES) + rows.size * ENTITY_BYTES, dtype=np.uint8)
@@ -91,13 +98,37 @@ class SnapshotFrame:
             k += m
         return grouped
 
+    def _with_phantoms(
+        self, targets: np.ndarray, ends: np.ndarray, entity: int, idx: np.ndarray, records: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(rows, ends, records): viewer ``idx[j]``'s phantom (row C + j) among its players'
+        rows where slot ``entity`` falls in their order."""
+        starts = np.concatenate(([0], ends[:-1]))
+        # Players of a viewer's run below the phantom's slot: its place in the run.
+        below = np.add.reduceat(np.append(targets < entity, False).astype(np.intp), starts) if targets.size else \
+            np.zeros(len(ends), dtype=np.intp)
+        below = np.where(starts < targets.size, below, 0)
+        # reduceat gives a run that is empty the next element's value: count those as none.
+        below = np.where(ends > starts, below, 0)
+        at = starts[idx] + below[idx]
+        place = np.arange(len(idx)) + at
+        merged = np.empty(targets.size + len(idx), dtype=np.intp)
+        players = np.ones(merged.size, dtype=bool)
+        players[place] = False
+        merged[players] = targets
+        merged[place] = self._players + np.arange(len(idx))
+        added = np.zeros(len(ends), dtype=np.intp)
+        added[idx] = 1
+        return merged, ends + np.cumsum(added), records
+
     def _with_baits(
         self, slots: np.ndarray, targets: np.ndarray, ends: np.ndarray,
-        baits: dict[int, list[tuple[int, tuple[float, float, float]]]],
+        baits: dict[int, list[tuple[int, tuple[float, float, float]]]], *, first: int = 0,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(rows, ends, bait records): each viewer's bait rows after its players' rows; the rows
-        of every live bait follow the player slots, in the order ``baits`` lists them (the same
-        table tick after tick while the baits live, so its records are stacked once)."""
+        of every live bait follow the player slots and ``first`` other extra records, in the
+        order ``baits`` lists them (the same table tick after tick while the baits live, so its
+        records are stacked once)."""
         viewer = {slot: i for i, slot in enumerate(slots.tolist())}
         # In viewer order: an empty run ends where the next one does, so baits of several viewers
         # can go in at one index, and there they must come in viewer order.
@@ -107,7 +138,7 @@ class SnapshotFrame:
         row_of: dict[tuple[int, tuple[float, float, float]], int] = {}
         for shown in baits.values():
             for b in shown:
-                row_of.setdefault(b, self._players + len(row_of))
+                row_of.setdefault(b, self._players + first + len(row_of))
         end = ends.tolist()
         added = [0] * len(end)
         at: list[int] = []

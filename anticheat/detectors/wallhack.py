@@ -20,6 +20,18 @@ the enemy within ``engage_deg`` of the view are judged, positive when they hold 
 tracking, and the verdicts go into Page's CUSUM (``anticheat.detectors.cusum``) whose threshold
 gives one false alarm per ``false_alarm_player_hours`` of honest play at ``episodes_per_hour``
 judged episodes an hour. Every alarm is a ``hidden_tracking`` Detection.
+
+**Phantom.** The culler sends a hidden enemy only a fraction of a second before he appears, too
+little to track. The server therefore also sends each player a *phantom* (``server.phantoms``):
+a record exactly like an enemy player's that walks the map always out of the player's line of
+sight, whose angle each sample carries (``phantom``, ``phantom_angle_deg``). A phantom's life (a
+few seconds) is an episode of its own channel, judged when it lasted ``phantom_min_samples``
+samples; it is positive when the crosshair stayed on it (``on_deg``) for at least
+``phantom_on_fraction`` of its samples and ``phantom_min_on_samples``, while the view turned
+``phantom_track_turn_deg`` or more on it: the user of a wallhack follows it through the walls.
+Arrivals alone are not enough here: an honest view sweeping the map crosses and briefly rests
+on a phantom behind a wall by chance (arrivals in 79 of 896 honest phantom episodes). The verdicts go into a
+second CUSUM with its own rates; an alarm is a ``phantom`` Detection.
 """
 
 from __future__ import annotations
@@ -71,6 +83,22 @@ class WallhackConfig:
         min_samples: samples an episode needs to be judged (and tracking needs on the enemy).
         max_gap_s: a longer gap between samples ends the episode (s).
         severity: of the Detection.
+        phantom_false_alarm_player_hours, phantom_episodes_per_hour, phantom_theta0,
+            phantom_theta1, phantom_severity: the phantom channel's CUSUM and Detection, as above.
+            phantom_theta0 is MEASURED, not assumed: 2 of 759 judged honest phantom episodes
+            positive (0.0026; 95 % Clopper-Pearson upper bound 0.0095) over 1.80 honest
+            player-hours (honest bots of low, average, high and pro skill on 20-300 ms links,
+            corridors map, ``testbed/scenarios/cheat_phantom.toml`` seeds 21-26, 180 s each,
+            each replay's samples fed to this detector); set to 0.02, above the bound.
+            phantom_episodes_per_hour: 422 judged an honest player-hour there, 500 assumed.
+            phantom_theta1: the wallhack bots' rate there was 0.82 (245 of 297); 0.7 is designed
+            for. Re-measure when the phantom's placement or the verdict changes.
+        phantom_engage_deg: judge a phantom episode only when it starts this close to the view
+            (deg; 180: always, the player has no reason to look at a phantom either way).
+        phantom_min_samples: samples a phantom episode needs to be judged (2 s at 64 Hz: a
+            wallhack's user needs time to find it).
+        phantom_on_fraction, phantom_min_on_samples, phantom_track_turn_deg: a positive phantom
+            episode (module doc).
     """
 
     false_alarm_player_hours: float = searched(5000.0, 50.0, 1e5)
@@ -86,10 +114,22 @@ class WallhackConfig:
     min_samples: int = 6
     max_gap_s: float = 0.1
     severity: float = 0.6
+    phantom_false_alarm_player_hours: float = searched(5000.0, 50.0, 1e5)
+    phantom_episodes_per_hour: float = 500.0
+    phantom_theta0: float = 0.02
+    phantom_theta1: float = searched(0.7, 0.1, 0.9)
+    phantom_engage_deg: float = 180.0
+    phantom_min_samples: int = 128
+    phantom_on_fraction: float = searched(0.3, 0.1, 0.8)
+    phantom_min_on_samples: int = 32
+    phantom_track_turn_deg: float = 20.0
+    phantom_severity: float = 0.7
 
     def __post_init__(self) -> None:
-        if not 0.0 < self.theta0 < self.theta1 < 1.0:
-            raise ValueError("wallhack: need 0 < theta0 < theta1 < 1")
+        if not 0.0 < self.theta0 < self.theta1 < 1.0 or not 0.0 < self.phantom_theta0 < self.phantom_theta1 < 1.0:
+            raise ValueError("wallhack: need 0 < theta0 < theta1 < 1 (and for the phantom's)")
+        if not self.phantom_false_alarm_player_hours * self.phantom_episodes_per_hour > 1.0:
+            raise ValueError("wallhack: phantom_false_alarm_player_hours * phantom_episodes_per_hour must exceed one")
         if not self.false_alarm_player_hours > 0.0 or not self.episodes_per_hour > 0.0:
             raise ValueError("wallhack: false_alarm_player_hours and episodes_per_hour must be positive")
         if self.false_alarm_player_hours * self.episodes_per_hour <= 1.0:
@@ -101,6 +141,11 @@ class WallhackConfig:
     def arl_episodes(self) -> float:
         """The in-control average run length in judged episodes."""
         return self.false_alarm_player_hours * self.episodes_per_hour
+
+    @property
+    def phantom_arl_episodes(self) -> float:
+        """The phantom channel's in-control average run length in judged episodes."""
+        return self.phantom_false_alarm_player_hours * self.phantom_episodes_per_hour
 
 
 @dataclass(slots=True)
@@ -134,57 +179,110 @@ def _between_deg(a: tuple[float, float, float], b: tuple[float, float, float]) -
     return math.degrees(math.acos(max(-1.0, min(1.0, d))))
 
 
+class _Channel:
+    """One kind's episodes and CUSUMs: which enemy a sample names and the angle to him."""
+
+    def __init__(self, kind: str, theta0: float, theta1: float, arl_episodes: float, engage_deg: float) -> None:
+        self.kind = kind
+        self.engage_deg = engage_deg
+        self.theta0, self.theta1 = theta0, theta1
+        self.h = _threshold(theta0, theta1, arl_episodes)
+        self.episodes: dict[int, _Episode] = {}
+        self.sums: dict[int, BernoulliCusum] = {}
+        self.judged = 0
+        self.positive = 0
+
+    def cusum(self, player: int) -> BernoulliCusum:
+        c = self.sums.get(player)
+        if c is None:
+            c = self.sums[player] = BernoulliCusum(self.theta0, self.theta1, self.h)
+        return c
+
+
 class WallhackDetector(Detector):
-    """Hidden tracking: per episode with a hidden enemy, did the crosshair find or follow him."""
+    """Per episode with an enemy the player cannot see (a hidden one the culler sent, or the
+    player's phantom), did the crosshair find or follow him."""
 
     name = "wallhack"
 
     def __init__(self, config: WallhackConfig | None = None) -> None:
         self.config = cfg = config or WallhackConfig()
-        self.h = _threshold(cfg.theta0, cfg.theta1, cfg.arl_episodes)
-        self._episodes: dict[int, _Episode] = {}
+        self._hidden = _Channel("hidden_tracking", cfg.theta0, cfg.theta1, cfg.arl_episodes, cfg.engage_deg)
+        self._phantom = _Channel("phantom", cfg.phantom_theta0, cfg.phantom_theta1, cfg.phantom_arl_episodes,
+                                 cfg.phantom_engage_deg)
+        self.h = self._hidden.h
+        self.phantom_h = self._phantom.h
         self._views: dict[int, tuple[float, float, float]] = {}
-        self._sums: dict[int, BernoulliCusum] = {}
-        self.episodes_judged = 0
-        self.episodes_positive = 0
+
+    @property
+    def episodes_judged(self) -> int:
+        """Hidden-target episodes judged (the phantom's: ``phantom_episodes_judged``)."""
+        return self._hidden.judged
+
+    @property
+    def episodes_positive(self) -> int:
+        return self._hidden.positive
+
+    @property
+    def phantom_episodes_judged(self) -> int:
+        return self._phantom.judged
+
+    @property
+    def phantom_episodes_positive(self) -> int:
+        return self._phantom.positive
 
     def cusum(self, player: int) -> BernoulliCusum:
-        """The player's CUSUM (created on first use)."""
-        c = self._sums.get(player)
-        if c is None:
-            c = self._sums[player] = BernoulliCusum(self.config.theta0, self.config.theta1, self.h)
-        return c
+        """The player's hidden-target CUSUM (created on first use)."""
+        return self._hidden.cusum(player)
 
-    def expected_episodes(self, theta: float) -> float:
+    def phantom_cusum(self, player: int) -> BernoulliCusum:
+        """The player's phantom CUSUM (created on first use)."""
+        return self._phantom.cusum(player)
+
+    def expected_episodes(self, theta: float, *, phantom: bool = False) -> float:
         """Average judged episodes to an alarm when each is positive with probability ``theta``."""
-        return average_run_length(theta, self.config.theta0, self.config.theta1, self.h)
+        ch = self._phantom if phantom else self._hidden
+        return average_run_length(theta, ch.theta0, ch.theta1, ch.h)
 
     def on_spawn(self, spawn: SpawnEvent, skip: SkipBook) -> Sequence[Detection]:
         self._views.pop(spawn.player, None)
-        ep = self._episodes.pop(spawn.player, None)
-        return NO_DETECTIONS if ep is None else self._judge(spawn.player, ep, spawn.tick, spawn.time_s, skip)
+        out: list[Detection] = []
+        for ch in (self._hidden, self._phantom):
+            ep = ch.episodes.pop(spawn.player, None)
+            if ep is not None:
+                out.extend(self._judge(ch, spawn.player, ep, spawn.tick, spawn.time_s, skip))
+        return out or NO_DETECTIONS
 
     def on_aim(self, sample: AimSample, skip: SkipBook) -> Sequence[Detection]:
         player = sample.player
         view = _view(sample.yaw_deg, sample.pitch_deg)
         before = self._views.get(player)
         self._views[player] = view
-        ep = self._episodes.get(player)
-        out: Sequence[Detection] = NO_DETECTIONS
-        hidden = sample.hidden_target
-        if ep is not None and (hidden != ep.target or sample.time_s - ep.last_s > self.config.max_gap_s):
-            del self._episodes[player]
-            out = self._judge(player, ep, sample.tick, sample.time_s, skip)
-            ep = None
-        if hidden is None:
-            return out
-        angle = sample.hidden_angle_deg
-        if ep is None:
-            on = int(angle <= self.config.on_deg)
-            self._episodes[player] = _Episode(hidden, angle, angle, sample.time_s, view, on_samples=on, on_run=on)
-            return out
-        cfg = self.config
         turn = 0.0 if before is None else _between_deg(before, view)
+        out = self._step(self._hidden, sample, sample.hidden_target, sample.hidden_angle_deg, view, turn, skip)
+        if sample.phantom is None and player not in self._phantom.episodes:
+            return out
+        more = self._step(self._phantom, sample, sample.phantom, sample.phantom_angle_deg, view, turn, skip)
+        if not more:
+            return out
+        return (*out, *more)
+
+    def _step(self, ch: _Channel, sample: AimSample, target: int | None, angle: float,
+              view: tuple[float, float, float], turn: float, skip: SkipBook) -> Sequence[Detection]:
+        player = sample.player
+        ep = ch.episodes.get(player)
+        out: Sequence[Detection] = NO_DETECTIONS
+        cfg = self.config
+        if ep is not None and (target != ep.target or sample.time_s - ep.last_s > cfg.max_gap_s):
+            del ch.episodes[player]
+            out = self._judge(ch, player, ep, sample.tick, sample.time_s, skip)
+            ep = None
+        if target is None:
+            return out
+        if ep is None:
+            on = int(angle <= cfg.on_deg)
+            ch.episodes[player] = _Episode(target, angle, angle, sample.time_s, view, on_samples=on, on_run=on)
+            return out
         ep.samples += 1
         ep.turn_deg += turn
         ep.last_deg = angle
@@ -202,43 +300,63 @@ class WallhackDetector(Detector):
             ep.on_run = 0
         return out
 
-    def _judge(self, player: int, ep: _Episode, tick: int, time_s: float, skip: SkipBook) -> Sequence[Detection]:
+    def _judge(self, ch: _Channel, player: int, ep: _Episode, tick: int, time_s: float,
+               skip: SkipBook) -> Sequence[Detection]:
         cfg = self.config
-        if ep.samples < cfg.min_samples or ep.first_deg > cfg.engage_deg:
+        phantom = ch is self._phantom
+        if ep.samples < (cfg.phantom_min_samples if phantom else cfg.min_samples) or ep.first_deg > ch.engage_deg:
             return NO_DETECTIONS
         if skip.player_reason(player) is not None:
             return NO_DETECTIONS
-        tracked = ep.on_samples >= cfg.min_samples and ep.on_turn_deg >= cfg.track_turn_deg
-        positive = ep.arrived or tracked
-        self.episodes_judged += 1
-        self.episodes_positive += positive
-        c = self.cusum(player)
+        if phantom:
+            # A phantom lives seconds, long enough for an honest view to cross it and even
+            # settle on it by chance (measured: honest arrivals on 8 % of phantoms); what only
+            # an ESP user does is keep the crosshair on it, following it through the walls.
+            positive = (ep.on_samples >= max(cfg.phantom_min_on_samples, cfg.phantom_on_fraction * ep.samples)
+                        and ep.on_turn_deg >= cfg.phantom_track_turn_deg)
+        else:
+            tracked = ep.on_samples >= cfg.min_samples and ep.on_turn_deg >= cfg.track_turn_deg
+            positive = ep.arrived or tracked
+        ch.judged += 1
+        ch.positive += positive
+        c = ch.cusum(player)
         if not c.observe(positive):
             return NO_DETECTIONS
         episodes, positives = c.observations, c.positives
         c.restart()
-        log.info("wallhack: player %d alarmed after %d episodes (%d positive)", player, episodes, positives)
+        log.info("wallhack: player %d alarmed (%s) after %d episodes (%d positive)", player, ch.kind, episodes,
+                 positives)
+        evidence = {"episodes": episodes, "positive_episodes": positives, "cusum": c.peak, "threshold": ch.h,
+                    "theta0": ch.theta0, "theta1": ch.theta1,
+                    "false_alarm_player_hours": cfg.phantom_false_alarm_player_hours if phantom
+                    else cfg.false_alarm_player_hours,
+                    "episodes_per_hour": cfg.phantom_episodes_per_hour if phantom else cfg.episodes_per_hour,
+                    "alarm": c.alarms}
+        evidence["phantom" if phantom else "hidden_target"] = ep.target
         return (Detection(
-            player=player, tick=tick, time_s=time_s, detector=self.name, kind="hidden_tracking",
-            value=c.peak, severity=cfg.severity, reason=f"Hidden-{positives}/{episodes}",
-            evidence={"episodes": episodes, "positive_episodes": positives, "cusum": c.peak, "threshold": self.h,
-                      "theta0": cfg.theta0, "theta1": cfg.theta1, "hidden_target": ep.target,
-                      "false_alarm_player_hours": cfg.false_alarm_player_hours,
-                      "episodes_per_hour": cfg.episodes_per_hour, "alarm": c.alarms},
+            player=player, tick=tick, time_s=time_s, detector=self.name, kind=ch.kind,
+            value=c.peak, severity=cfg.phantom_severity if phantom else cfg.severity,
+            reason=f"{'Phantom' if phantom else 'Hidden'}-{positives}/{episodes}", evidence=evidence,
         ),)
 
     def reset_player(self, player: int) -> None:
-        self._episodes.pop(player, None)
         self._views.pop(player, None)
-        self._sums.pop(player, None)
+        for ch in (self._hidden, self._phantom):
+            ch.episodes.pop(player, None)
+            ch.sums.pop(player, None)
 
     def scores(self, player: int) -> Mapping[str, float]:
-        """Unitless: ``llr``, the highest CUSUM statistic the player reached against its
-        threshold h (1.0 raises an alarm; the statistic restarts after one, the peak is kept)."""
-        c = self._sums.get(player)
-        if c is None:
-            return NO_SCORES
-        return {"llr": over_limit(c.peak, self.h)}
+        """Unitless: ``llr`` (hidden targets) and ``phantom_llr``, the highest CUSUM statistic
+        the player reached against its threshold h (1.0 raises an alarm; the statistic restarts
+        after one, the peak is kept); each only once the player has one."""
+        out = {}
+        c = self._hidden.sums.get(player)
+        if c is not None:
+            out["llr"] = over_limit(c.peak, self._hidden.h)
+        c = self._phantom.sums.get(player)
+        if c is not None:
+            out["phantom_llr"] = over_limit(c.peak, self._phantom.h)
+        return out or NO_SCORES
 
 
 @functools.lru_cache(maxsize=64)

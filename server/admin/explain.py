@@ -82,6 +82,18 @@ EXPLANATIONS: dict[str, Sentence] = {
     "trigger:on_target": lambda v, ev: (
         f"Fired almost only when the crosshair was already on a player: {ev.get('on_target', '?')} of "
         f"{ev.get('shots', '?')} shots ({v * 100:.0f}%). A triggerbot fires exactly then."),
+    "aimsnap:locked_flick": lambda v, ev: (
+        f"The view jumped {_num(ev, 'turn_deg'):.0f} degrees in a single command and landed "
+        f"{_num(ev, 'on_target_deg'):.1f} degrees from an enemy, {ev.get('flicks_in_window', '?')} times within "
+        f"{_num(ev, 'window_span_s'):.0f} s: a hand slows down onto its target, an aimbot does not."),
+    # wallhack
+    "wallhack:phantom": lambda v, ev: (
+        f"Tracked a decoy player that the server placed behind walls and that no one can see, in "
+        f"{ev.get('positive_episodes', '?')} of {ev.get('episodes', '?')} of its appearances: only a wallhack "
+        "shows it."),
+    "wallhack:hidden_tracking": lambda v, ev: (
+        f"The crosshair found or followed enemies hidden behind walls in {ev.get('positive_episodes', '?')} "
+        f"of {ev.get('episodes', '?')} encounters (wallhack)."),
     # AimDetect
     "aimdetect:aimbot": lambda v, ev: (
         f"The trained model judged {ev.get('positive_kills', '?')} of {ev.get('kills', '?')} kills to look like "
@@ -132,6 +144,8 @@ _BY_DETECTOR: dict[str, str] = {
     "fire": "The server refused shots that the weapon or the world cannot produce.",
     "recoil": "The reported recoil disagrees with the server's.",
     "trigger": "Shots fired with the crosshair on a player far too often.",
+    "aimsnap": "The view jumped onto enemies faster than a hand can stop.",
+    "wallhack": "The aim followed players the player could not see.",
     "aimdetect": "AimDetect's model found the kills unlike a person's.",
     "aimstats": "The aim's statistics are unlike a person's.",
     "bustaim": "BustAim's hit checks warned.",
