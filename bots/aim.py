@@ -52,8 +52,8 @@ from typing import NamedTuple, Protocol, runtime_checkable
 import numpy as np
 
 from bots.skill import Skill
-from world.constants import STANCE_CROUCHING, STANCE_STANDING
-from world.hitbox import BONE_IDS, LOCAL_A, LOCAL_B, Bone
+from world.constants import STANCE_CROUCHING, STANCE_STANDING, STANDING_EYE_M
+from world.hitbox import BONE_IDS, LOCAL_A, LOCAL_B, Bone, ray_capsule, world_capsules
 from world.weapons import WeaponSpec
 
 MIN_JERK_PEAK_FACTOR = 1.875
@@ -434,13 +434,56 @@ U_MIN = -1.5
 """Lowest body coordinate an aim point may take (below the thighs' centre)."""
 U_MAX = 1.15
 """Highest body coordinate (the top of the head)."""
+EXPOSED_VIEW_YAWS_DEG = (0.0, -30.0, 30.0)
+"""Directions (deg, from straight in front of the body) a body is seen from when its anchors'
+heights are measured (:func:`exposed_height_m`): facing the shooter, as in a fight, give or take."""
+EXPOSED_LATERAL_M = (-0.03, 0.0, 0.03)
+"""Sideways offsets (m) of the measuring lines from the body's axis."""
+EXPOSED_EYE_M = (10.0, STANDING_EYE_M)
+"""The measuring eye: this far (m) in front of the body and this high (m) above its feet."""
+
+
+def exposed_height_m(stance: int, bone: Bone, step_m: float = 0.005) -> float:
+    """Height (m above the feet) on the body's axis at which aiming hits ``bone``: the middle of
+    the widest band of heights (every ``step_m``) at which (nearly) every line from a standing eye
+    in front (``EXPOSED_EYE_M``, views ``EXPOSED_VIEW_YAWS_DEG``, sideways offsets
+    ``EXPOSED_LATERAL_M``) first meets the bone.
+
+    Where bones overlap this is where aiming hits the bone, not where its capsule's segment is:
+    the upper torso's capsule covers the top of the lower torso's, the forearms cover the chest,
+    and a crouched body's thighs reach forward under a line looking down at its belly."""
+    zs = np.arange(0.0, 2.2, step_m)
+    dist, height = EXPOSED_EYE_M
+    seen: list[np.ndarray] = []
+    for view in EXPOSED_VIEW_YAWS_DEG:
+        # The body at the origin faces the eye at -x, turned by ``view``.
+        a, b, r = world_capsules(np.zeros((1, 3)), np.array([180.0 + view]), np.array([stance]))
+        for lat in EXPOSED_LATERAL_M:
+            d = np.stack([np.full_like(zs, dist), np.full_like(zs, lat), zs - height], axis=1)
+            d /= np.linalg.norm(d, axis=1, keepdims=True)
+            t = ray_capsule(np.array([[[-dist, 0.0, height]]]), d[:, None, :], a, b, r)
+            first = np.argmin(t, axis=1)
+            hit = np.isfinite(t[np.arange(len(zs)), first]) & (BONE_IDS[first] == int(bone))
+            seen.append(hit)
+    share = np.mean(seen, axis=0)
+    best = float(share.max())
+    if best == 0.0:  # pragma: no cover - every anchor bone shows from the front
+        raise AssertionError(f"{bone.name} is hidden from the front in stance {stance}")
+    # The middle of the widest run of heights at which (nearly) every line meets the bone.
+    good = np.r_[False, share >= 0.9 * best, False].astype(np.int8)
+    edges = np.flatnonzero(np.diff(good))
+    starts, ends = edges[0::2], edges[1::2]
+    k = int(np.argmax(ends - starts))
+    return float(0.5 * (zs[starts[k]] + zs[ends[k] - 1]))
 
 
 def _anchors(stance: int) -> tuple[tuple[float, float], ...]:
-    """Local (forward x, height z) of the anchor bones' centres for a stance (m)."""
+    """Local (forward x, height z) of the anchor bones for a stance (m): x the capsule's centre
+    (the body's axis), z the mean height at which the bone shows from the front
+    (:func:`exposed_height_m`)."""
     cols = [int(np.flatnonzero(BONE_IDS == int(b))[0]) for b in _ANCHOR_BONES]
     mid = 0.5 * (LOCAL_A[stance, cols] + LOCAL_B[stance, cols])
-    return tuple((float(x), float(z)) for x, z in mid[:, [0, 2]])
+    return tuple((float(x), exposed_height_m(stance, b)) for x, b in zip(mid[:, 0], _ANCHOR_BONES))
 
 
 _ANCHOR_XZ = (_anchors(STANCE_STANDING), _anchors(STANCE_CROUCHING))
@@ -465,6 +508,26 @@ def sample_aim_point(rng: np.random.Generator, skill: Skill) -> AimPoint:
     else:
         u = skill.body_aim_u + skill.body_aim_sd * z0
     return AimPoint(u=_clip(u, U_MIN, U_MAX), lateral_m=skill.aim_lateral_sd_m * z1)
+
+
+COVER_STEP_U = 0.125
+"""Spacing (body coordinate) of the lines a player tries, upwards from its aim point, when cover
+hides the point (:func:`raised_aim_points`)."""
+
+
+def raised_aim_points(point: AimPoint, step_u: float = COVER_STEP_U) -> tuple[AimPoint, ...]:
+    """``point`` and the body lines above it, lowest first, every ``step_u`` up to the head centre
+    (u = 1), same sideways offset: what a player whose aim point is behind cover tries instead,
+    in order; it aims at the first one it sees, the part that shows just above the cover's edge
+    (the lower torso's top when it shows, not straight up at the chest)."""
+    out = [point]
+    u = point.u + step_u
+    while u < 1.0 - 1e-9:
+        out.append(AimPoint(u, point.lateral_m))
+        u += step_u
+    if point.u < 1.0:
+        out.append(AimPoint(1.0, point.lateral_m))
+    return tuple(out)
 
 
 def body_height_m(u: float, crouching: bool) -> tuple[float, float]:

@@ -36,6 +36,7 @@ from bots.aim import (
     angular_size_deg,
     body_height_m,
     direction_angles,
+    raised_aim_points,
     sample_aim_point,
 )
 from bots.nav import NavGraph
@@ -563,6 +564,7 @@ class HonestBrain:
         self._last_now: float | None = None
         self._view = (0.0, 0.0)
         self._aim_point: AimPoint | None = None
+        self._aim_shown: AimPoint | None = None
         self._aim_slot: int | None = None
         self._aim_checked_s = -math.inf
         self._redraw_aim = False
@@ -582,6 +584,7 @@ class HonestBrain:
         self.targeting.reset()
         self._view = (p.yaw_deg, p.pitch_deg)
         self._aim_point = None
+        self._aim_shown = None
         self._aim_slot = None
         self._redraw_aim = False
         self._last_aim = None
@@ -665,27 +668,31 @@ class HonestBrain:
         visible body part when the chosen one is behind cover)."""
         e = s.entity
         eye = eye_position(p.pos, p.crouching)
-        before = self._aim_point if self._aim_slot == e.slot else None
+        before = self._aim_shown if self._aim_slot == e.slot else None
         if self._aim_slot != e.slot or self._aim_point is None or self._redraw_aim:
             self._aim_slot = e.slot
-            self._aim_point = sample_aim_point(rng, self.skill)
+            self._aim_point = self._aim_shown = sample_aim_point(rng, self.skill)
             self._aim_checked_s = -math.inf
             self._redraw_aim = False
         if self.geometry is not None and p.now_s - self._aim_checked_s >= self.config.aim_visible_period_s:
             self._aim_checked_s = p.now_s
-            self._aim_point = self._visible_point(eye, e, self._aim_point)
-        point = aim_point_world(e.pos, e.yaw_deg, e.crouching, self._aim_point, eye)
-        if before is not None and before != self._aim_point:
+            # Raised from the drawn point at every check: the player aims back down at it as soon
+            # as the cover no longer hides it (a raise kept for the engagement made chest hits).
+            self._aim_shown = self._visible_point(eye, e, self._aim_point)
+        shown = self._aim_shown or self._aim_point
+        point = aim_point_world(e.pos, e.yaw_deg, e.crouching, shown, eye)
+        if before is not None and before != shown:
             old = aim_point_world(e.pos, e.yaw_deg, e.crouching, before, eye)
             self.aim.shift_target((point[0] - old[0], point[1] - old[1], point[2] - old[2]))
         width = angular_size_deg(self.skill.target_width_m, s.distance_m)
         return AimTarget(slot=e.slot, point_m=point, eye_m=eye, width_deg=width)
 
     def _visible_point(self, eye: np.ndarray, e: SeenEntity, point: AimPoint) -> AimPoint:
-        """``point`` if the eye sees it, else the lowest of the chest, neck and head lines that it
-        sees (a human aims at what shows above cover), else ``point`` unchanged."""
+        """``point`` if the eye sees it, else the lowest body line above it that the eye sees
+        (``bots.aim.raised_aim_points``: a human aims at what shows just above cover), else
+        ``point`` unchanged."""
         assert self.geometry is not None
-        options = [point] + [AimPoint(u, point.lateral_m) for u in (0.5, 0.8, 1.0) if u > point.u]
+        options = raised_aim_points(point)
         pts = np.asarray([aim_point_world(e.pos, e.yaw_deg, e.crouching, o, eye) for o in options])
         clear = self.geometry.los_clear(np.tile(np.asarray(eye), (len(pts), 1)), pts)
         for o, c in zip(options, clear):

@@ -26,11 +26,13 @@ from bots.aim import (
     fitts_time_s,
     min_jerk,
     min_jerk_rate,
+    raised_aim_points,
     sample_aim_point,
     sample_reaction_s,
 )
 from bots.skill import PRESETS, Skill, SkillLevel, preset, sample_skill
 from physics.weapon_state import WeaponState
+from world.hitbox import BONE_IDS, Bone, ray_capsule, world_capsules
 from world.weapons import WEAPONS, WeaponId
 
 DT = 1.0 / 64.0
@@ -446,3 +448,32 @@ def test_target_memory_interpolates_between_samples() -> None:
         w = 0.25
         x = aim._point_at(kept[j] + w * (kept[j + 1] - kept[j]))
         np.testing.assert_allclose(x, np.array([1.0, 2.0, -0.5]) * (first + j + w), rtol=1e-12)
+
+
+@pytest.mark.parametrize("crouching", [False, True])
+@pytest.mark.parametrize(("u", "bone"), [(0.0, Bone.LOWER_TORSO), (0.5, Bone.UPPER_TORSO), (1.0, Bone.HEAD)])
+def test_body_coordinate_lines_hit_their_bone_in_both_stances(crouching: bool, u: float, bone: Bone) -> None:
+    """Aiming at the belt (u = 0), chest (0.5) or head (1) line of a body facing a standing shooter
+    10 m away hits that bone, standing or crouched, give or take a few cm sideways and a turn of
+    the body: the lines sit where the bone shows, not at its capsule's centre (the chest centre
+    is behind the forearms)."""
+    eye = np.array([-10.0, 0.0, 1.64])
+    hits = []
+    for yaw in (150.0, 165.0, 180.0, 195.0, 210.0):
+        a, b, r = world_capsules(np.zeros((1, 3)), np.array([yaw]), np.array([int(crouching)]))
+        for lateral in np.linspace(-0.03, 0.03, 7):
+            p = np.asarray(aim_point_world((0.0, 0.0, 0.0), yaw, crouching, AimPoint(u, float(lateral)), eye))
+            d = (p - eye) / np.linalg.norm(p - eye)
+            t = ray_capsule(eye[None, None, :], d[None, None, :], a, b, r)[0]
+            hits.append(int(BONE_IDS[int(np.argmin(t))]) if np.isfinite(t.min()) else 0)
+    assert np.mean(np.asarray(hits) == int(bone)) >= 0.95
+
+
+def test_raised_aim_points_climb_in_small_steps_to_the_head() -> None:
+    pts = raised_aim_points(AimPoint(0.0, 0.02))
+    assert pts[0] == AimPoint(0.0, 0.02)
+    us = [p.u for p in pts]
+    assert us == sorted(us) and us[-1] == 1.0
+    assert max(np.diff(us)) <= 0.125 + 1e-9
+    assert all(p.lateral_m == 0.02 for p in pts)
+    assert raised_aim_points(AimPoint(1.05, 0.0)) == (AimPoint(1.05, 0.0),)

@@ -325,3 +325,30 @@ def test_crouching_at_range_is_one_press_per_engagement(arena: MapGeometry) -> N
     presses = int(np.sum(held[1:] & ~held[:-1]) + held[0])
     assert stats.kills >= 3
     assert 1 <= presses <= stats.kills + 1
+
+
+def test_cover_raises_the_aim_point_just_above_its_edge_and_only_while_it_hides_it() -> None:
+    """A belt-line aim point behind 1.2 m cover is raised to the lowest line the eye sees (just
+    above the edge, below the chest line), and comes back down to the belt as soon as the target
+    steps out of cover (a raise kept for the engagement aimed honest players at chests)."""
+    from bots.aim import body_height_m
+    from world.mapfile import GameMap, Spawn, Wall
+
+    wall = Wall("low", ((108.6, 95.0), (109.0, 95.0), (109.0, 99.5), (108.6, 99.5)), 1.2)
+    geo = MapGeometry(GameMap(name="cover", bounds=(0.0, 0.0, 200.0, 200.0), walls=(wall,),
+                              spawns=(Spawn("s", 100.0, 100.0, 0.0),)))
+    skill = dataclasses.replace(preset("average"), head_aim_prob=0.0, body_aim_u=0.0, body_aim_sd=0.0,
+                                aim_lateral_sd_m=0.0)
+    brain = HonestBrain(skill, geometry=geo)
+    rng = np.random.default_rng(3)
+    belt, chest = body_height_m(0.0, False)[1], body_height_m(0.5, False)[1]
+
+    def aimed_height(t: float, pos: tuple[float, float, float]) -> float:
+        p = perception(t, (entity(1, pos),))
+        sighting = brain.targeting.select(p, 0.0, 0.0)
+        assert sighting is not None
+        return brain._aim_target(p, sighting, rng).point_m[2]
+
+    hidden = aimed_height(0.0, (110.0, 97.0, 0.0))
+    assert 1.2 < hidden < chest
+    assert aimed_height(1.0, (110.0, 103.0, 0.0)) == pytest.approx(belt)
