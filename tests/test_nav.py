@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 
 import numpy as np
 import pytest
@@ -168,11 +167,8 @@ def test_open_ground_is_not_cover(graphs: dict[str, NavGraph]) -> None:
     assert g.cover_points_near((5.0, 115.0), (12.0, 110.0, 0.0)) == []
 
 
-def test_city_graph_builds_fast(city_geometry: MapGeometry) -> None:
-    t = time.perf_counter()
+def test_city_graph_covers_the_map(city_geometry: MapGeometry) -> None:
     g = NavGraph(city_geometry)
-    elapsed = time.perf_counter() - t
-    assert elapsed < 3.0
     assert len(g.nodes) > 20000
 
 
