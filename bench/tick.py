@@ -14,6 +14,13 @@ outside it), in wall time (the goal's figure) and in the server thread's CPU tim
 host's other work cannot inflate, though cold caches after the bots' turn still can). The same-run baseline is the tick of an empty server on the same map: the ratio
 shows what the players cost on this machine, whatever its speed today.
 
+``--phantom`` measures what the phantom bait (``server.phantoms``) costs the tick: the played
+match's datagrams are replayed ``--repeat`` times into lone servers with phantoms on and as many
+with phantoms off (``[server.phantom] enabled = false``), alternated, each tick's shortest time
+kept per arm; it prints both arms' p50/p99 and their ratio, and the time inside
+``Phantoms.update`` and ``VisibilityCuller.refresh`` per tick (the methods wrapped here, for the
+replays only; each tick's shortest over the replays).
+
 ``--admin`` measures instead what the admin page costs the tick: the server in real time with
 and without ``server.admin`` (the page's API polled once a second), both arms in one run, the
 ratio printed (``bench._admin_arm``).
@@ -29,13 +36,14 @@ import numpy as np
 
 from server.config import ServerConfig
 from server.core import ServerCore
+from server.tick_stats import PHASES
 from testbed.bot_factory import profile_names
 from testbed.match import MatchSetup, run_virtual
 from testbed.scenario import parse_scenario_text
 from world.mapfile import builtin_map
 
 
-def _scenario(bots: int, rate: int, duration_s: float, map_name: str, seed: int) -> Any:
+def _scenario(bots: int, rate: int, duration_s: float, map_name: str, seed: int, phantom: bool = True) -> Any:
     text = f"""
 name = "bench-tick-{rate}"
 map = "{map_name}"
@@ -48,6 +56,8 @@ profile = "honest"
 ping_ms = 60
 jitter_ms = 5
 """
+    if not phantom:
+        text += "[server.phantom]\nenabled = false\n"
     return parse_scenario_text(text, "bench-tick.toml", profile_names())
 
 
@@ -96,6 +106,78 @@ def _played_then_alone(scenario: Any, repeat: int) -> tuple[Any, dict[str, Any],
     return result, alone, same
 
 
+def _phantom_arms(scenario: Any, scenario_off: Any, repeat: int) -> dict[str, float]:
+    """The played match's datagrams replayed ``repeat`` times into lone servers with phantoms on
+    (``scenario``) and off (``scenario_off``), alternated: each arm's p50/p99 (ms) of each
+    tick's shortest time, and the time (ms) inside ``Phantoms.update`` and the culler's refresh
+    per tick (each tick's shortest over the replays; mean and p99)."""
+    from server.phantoms import Phantoms
+    from server.visibility import VisibilityCuller
+
+    log: list[tuple[Any, bytes | None, float]] = []
+    receive, step = ServerCore.receive, ServerCore.step
+
+    def logged_receive(self: ServerCore, addr: Any, datagram: bytes, now_s: float) -> Any:
+        log.append((addr, datagram, now_s))
+        return receive(self, addr, datagram, now_s)
+
+    def logged_step(self: ServerCore, now_s: float) -> Any:
+        log.append((None, None, now_s))
+        return step(self, now_s)
+
+    ServerCore.receive, ServerCore.step = logged_receive, logged_step  # type: ignore[method-assign]
+    try:
+        run_virtual(scenario)
+    finally:
+        ServerCore.receive, ServerCore.step = receive, step  # type: ignore[method-assign]
+    update, refresh = Phantoms.update, VisibilityCuller.refresh
+    inner: dict[str, list[float]] = {"phantoms": [], "culler": []}
+
+    def timed(name: str, fn: Any) -> Any:
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            out = fn(*args, **kwargs)
+            inner[name].append(time.perf_counter() - t0)
+            return out
+        return wrapped
+
+    ticks: dict[bool, list[np.ndarray]] = {True: [], False: []}
+    phases: dict[bool, dict[str, float]] = {}
+    parts: dict[str, list[np.ndarray]] = {"phantoms": [], "culler": []}
+    Phantoms.update = timed("phantoms", update)  # type: ignore[method-assign]
+    VisibilityCuller.refresh = timed("culler", refresh)  # type: ignore[method-assign]
+    try:
+        for _ in range(repeat):
+            for on in (True, False):
+                lone = MatchSetup(scenario if on else scenario_off, mode="virtual").core
+                for times in inner.values():
+                    times.clear()
+                for addr, datagram, now_s in log:
+                    if datagram is None:
+                        lone.step(now_s)
+                    else:
+                        lone.receive(addr, datagram, now_s)
+                lone.close()
+                ticks[on].append(lone.tick_stats.durations_s())
+                phases[on] = {k: v / len(ticks[on][-1]) for k, v in lone.tick_stats.phase_totals_s().items()}
+                if on:
+                    for name, times in inner.items():
+                        parts[name].append(np.array(times))
+    finally:
+        Phantoms.update, VisibilityCuller.refresh = update, refresh  # type: ignore[method-assign]
+    out: dict[str, float] = {}
+    for on, arm in ((True, "on"), (False, "off")):
+        shortest = np.min(np.stack(ticks[on]), axis=0)
+        out[f"{arm}_p50_ms"], out[f"{arm}_p99_ms"] = (float(np.percentile(shortest, q)) * 1e3 for q in (50, 99))
+        for phase, seconds in phases[on].items():
+            out[f"{arm}_{phase}_ms"] = seconds * 1e3
+    for name, runs in parts.items():
+        shortest = np.min(np.stack(runs), axis=0)
+        out[f"{name}_mean_ms"] = float(shortest.mean()) * 1e3
+        out[f"{name}_p99_ms"] = float(np.percentile(shortest, 99)) * 1e3
+    return out
+
+
 def _empty_tick_s(map_name: str, rate: int, ticks: int = 400) -> float:
     core = ServerCore(ServerConfig(tick_rate_hz=rate), builtin_map(map_name), secret=b"t" * 32, seed=1)
     t0 = time.perf_counter()
@@ -115,6 +197,8 @@ def main(argv: list[str]) -> dict[str, Any]:
                         help="also time a second server fed the same datagrams, alone in the process")
     parser.add_argument("--repeat", type=int, default=3,
                         help="with --alone: lone replays; each tick's shortest time is kept")
+    parser.add_argument("--phantom", action="store_true",
+                        help="lone replays with phantoms on and off: tick p50/p99, their ratio, Phantoms.update's time")
     parser.add_argument("--admin", action="store_true",
                         help="tick p99 with the admin page polled once a second against no admin (real time, UDP)")
     parser.add_argument("--admin-duration", type=float, default=20.0, help="with --admin: seconds per arm and round")
@@ -130,6 +214,24 @@ def main(argv: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {"bots": args.bots, "map": args.map, "duration_s": args.duration}
     for rate in (int(r) for r in args.rates.split(",")):
         scenario = _scenario(args.bots, rate, args.duration, args.map, args.seed)
+        if args.phantom:
+            arms = _phantom_arms(scenario, _scenario(args.bots, rate, args.duration, args.map, args.seed, False), repeat)
+            print(
+                f"{rate:>4} Hz, {args.bots} bots, lone replays, shortest of {repeat} per tick: phantoms on "
+                f"p50 {arms['on_p50_ms']:.3f} ms p99 {arms['on_p99_ms']:.3f} ms, off p50 {arms['off_p50_ms']:.3f} ms "
+                f"p99 {arms['off_p99_ms']:.3f} ms; on/off p50 {arms['on_p50_ms'] / arms['off_p50_ms']:.3f}, "
+                f"p99 {arms['on_p99_ms'] / arms['off_p99_ms']:.3f}"
+            )
+            print(f"      per tick: Phantoms.update mean {arms['phantoms_mean_ms']:.3f} ms (p99 {arms['phantoms_p99_ms']:.3f}), "
+                  f"culler refresh mean {arms['culler_mean_ms']:.3f} ms (p99 {arms['culler_p99_ms']:.3f}); "
+                  f"phantoms / culler {arms['phantoms_mean_ms'] / arms['culler_mean_ms']:.2f}")
+            print("      mean ms per phase, on / off (last replay): " + ", ".join(
+                f"{p} {arms[f'on_{p}_ms']:.3f} / {arms[f'off_{p}_ms']:.3f}" for p in PHASES))
+            out.update({f"phantom_{k}_{rate}": round(v, 4) for k, v in arms.items()})
+            out[f"phantom_on_off_p50_{rate}"] = round(arms["on_p50_ms"] / arms["off_p50_ms"], 3)
+            out[f"phantom_on_off_p99_{rate}"] = round(arms["on_p99_ms"] / arms["off_p99_ms"], 3)
+            out[f"phantom_vs_culler_{rate}"] = round(arms["phantoms_mean_ms"] / arms["culler_mean_ms"], 3)
+            continue
         if args.alone:
             result, alone, same = _played_then_alone(scenario, repeat)
         else:

@@ -25,7 +25,9 @@ a phantom for ``gap_s``. A viewer who dies loses its phantom.
 each viewer only ever receives its own). When a player takes that slot every phantom is removed.
 With every slot taken there are none.
 
-Deterministic: every choice comes from the generator the core seeds.
+Deterministic: every choice comes from the generator the core seeds. The tick's work (walk, checks,
+placements) runs in one compiled call (:mod:`server.phantom_kernel`, which keeps the numpy
+formulation as its reference).
 """
 
 from __future__ import annotations
@@ -34,8 +36,10 @@ import math
 
 import numpy as np
 
+from server import phantom_kernel
 from server.config import PhantomConfig
 from server.entity_block import ENTITY_BYTES, EntityFlags, make_entities
+from server.phantom_kernel import PARAMS, PhantomArrays
 from world.constants import STANDING_CHEST_M, STANDING_EYE_M
 from world.geometry import MapGeometry
 from world.hitbox import BOUND_ZMAX
@@ -43,11 +47,7 @@ from world.state import WorldState
 
 __all__ = ["Phantoms"]
 
-_DIRECTIONS = 6
-"""Directions, besides its velocity, in which a viewer's eye is moved at top speed."""
 _FLAGS = int(EntityFlags.ALIVE)
-_PATH_STEP_M = 0.4
-"""Spacing of the checked points along the path ahead (m)."""
 _TOP_M = float(BOUND_ZMAX[0]) + 0.05
 """Height of the checked points above the phantom's feet (m): above a standing body's bound."""
 
@@ -62,39 +62,61 @@ class Phantoms:
             from 1). slot: the entity id phantoms are sent with (None: every slot is taken).
         placed, removed: phantoms placed, and removed before their time (would have come into
             sight or their viewer died).
+        compiled: the tick runs the compiled kernel (False: its numpy reference, for tests).
     """
 
     def __init__(
         self, config: PhantomConfig, geometry: MapGeometry, capacity: int, tick_rate_hz: float, period_ticks: int,
         rng: np.random.Generator, weapons: tuple[int, ...], top_speed_m_s: float, jump_m: float,
+        *, compiled: bool = True,
     ) -> None:
         self.config = config
         self.geometry = geometry
         self.capacity = capacity
+        self.compiled = compiled
         self.dt_s = 1.0 / tick_rate_hz
         self.period_ticks = period_ticks
         self.period_s = period_ticks / tick_rate_hz
         self._rng = rng
         self._weapons = np.array(weapons, dtype=np.int64)
-        self._top_speed = float(top_speed_m_s)
-        self._eye_z = STANDING_EYE_M + float(jump_m)
-        self.shown = np.zeros(capacity, dtype=bool)
-        self.pos = np.zeros((capacity, 3))
-        self.vel = np.zeros((capacity, 3))
-        self.yaw = np.zeros(capacity)
-        self.pitch = np.zeros(capacity)
-        self.weapon = np.zeros(capacity, dtype=np.int64)
-        self.health = np.zeros(capacity)
-        self.serial = np.zeros(capacity, dtype=np.int64)
+        values = {
+            "dt_s": self.dt_s, "period_s": self.period_s, "horizon_margin_s": config.horizon_margin_s,
+            "lateral_m": config.lateral_m, "min_range_sq": config.min_range_m**2, "max_range_sq": config.max_range_m**2,
+            "lifetime_s": config.lifetime_s, "gap_s": config.gap_s, "speed_min_m_s": config.speed_min_m_s,
+            "speed_max_m_s": config.speed_max_m_s, "leg_min_s": config.leg_min_s, "leg_max_s": config.leg_max_s,
+            "top_m": _TOP_M, "eye_z_m": STANDING_EYE_M + float(jump_m), "top_speed_m_s": float(top_speed_m_s),
+            "player_radius_m": geometry.player_radius,
+        }
+        self._params = np.array([float(values[name]) for name in PARAMS])
+        self._arrays = PhantomArrays(capacity, max(1, math.ceil(config.trail_s / self.period_s) + 1))
+        a = self._arrays
+        self.shown, self.pos, self.vel, self.yaw, self.pitch = a.shown, a.pos, a.vel, a.yaw, a.pitch
+        self.weapon, self.health, self.serial = a.weapon, a.health, a.serial
         self.slot: int | None = None
-        self.placed = 0
-        self.removed = 0
-        self._next_serial = 1
-        self._leg_end = np.zeros((capacity, 3))
-        self._expires = np.zeros(capacity)
-        self._next_place = np.zeros(capacity)
-        self._trail_len = max(1, math.ceil(config.trail_s / self.period_s) + 1)
-        self._trail: list[list[tuple[float, float]]] = [[] for _ in range(capacity)]
+        self._eyes = np.zeros((phantom_kernel.EYES, 3))
+        if config.enabled and compiled:
+            # Compile (or load from numba's cache) now, not inside the first tick: with no player
+            # live nothing is checked or drawn, and every phantom slot's state stays as it is.
+            idle = np.zeros(capacity, dtype=np.bool_)
+            rtt, zeros = np.zeros(capacity), np.zeros((capacity, 3))
+            phantom_kernel.advance(0, 0.0, -1, idle, idle, self.period_ticks, rtt, zeros, zeros, *self._kernel_state(),
+                                   self._params, *geometry.ray_args, *geometry.sweep_args)
+            phantom_kernel.resume(0, 0.0, 0, 0, idle, idle, self.period_ticks, rtt, zeros, zeros,
+                                  *self._kernel_state(), *self._draw_args(), *geometry.ray_args, *geometry.sweep_args)
+            # As aim() passes them: slots, and each row of the views' (2, 2, k) cos/sin, 1-D slices.
+            (cy, cp), (sy, sp) = np.ones((2, 2, 2))[:, :, :1]
+            phantom_kernel.aim_angles(np.zeros(2, dtype=np.intp)[:1], np.zeros((1, 3)), cy, cp, sy, sp, self.shown,
+                                      self.pos, STANDING_CHEST_M, np.empty(1))
+
+    @property
+    def placed(self) -> int:
+        """Phantoms placed so far."""
+        return int(self._arrays.counters[0])
+
+    @property
+    def removed(self) -> int:
+        """Phantoms removed before their time (would have come into sight, or their viewer died)."""
+        return int(self._arrays.counters[1])
 
     # ------------------------------------------------------------------ the tick
 
@@ -104,156 +126,41 @@ class Phantoms:
         round trip, s)."""
         if not self.config.enabled:
             return
-        self._take_slot(world, now_s)
-        if self.shown.any():
-            self._walk()
-        gone = self.shown & ~(world.active & world.alive)
-        if gone.any():
-            for v in np.flatnonzero(gone).tolist():
-                self._remove(v, now_s, early=True)
-        if self.slot is None:
+        if not self.compiled:
+            self._take_slot(world, now_s)
+            phantom_kernel.reference_update(
+                tick, now_s, self.slot is not None, world.active & world.alive, self.period_ticks, rtt_s, world.pos,
+                world.vel, self._arrays, self._rng, self._weapons, self._params, self.config.candidates,
+                self.config.headings, self.geometry,
+            )
             return
-        phase = tick % self.period_ticks
-        mine = np.flatnonzero(world.active & world.alive & (np.arange(self.capacity) % self.period_ticks == phase))
-        for v in mine.tolist():
-            horizon = float(rtt_s[v]) + self.period_s + self.config.horizon_margin_s
-            if self.shown[v]:
-                self._check(v, now_s, world, horizon)
-            elif now_s >= self._next_place[v]:
-                self._place(v, now_s, world, horizon)
+        geo = self.geometry
+        slot, first, need = phantom_kernel.advance(
+            tick, now_s, -1 if self.slot is None else self.slot, world.active, world.alive, self.period_ticks, rtt_s,
+            world.pos, world.vel, *self._kernel_state(), self._params, *geo.ray_args, *geo.sweep_args,
+        )
+        self.slot = None if slot < 0 else slot
+        if first >= 0:
+            # Only now the generator, whose unboxing costs a call ~20 us: most ticks draw nothing.
+            phantom_kernel.resume(
+                tick, now_s, first, need, world.active, world.alive, self.period_ticks, rtt_s, world.pos, world.vel,
+                *self._kernel_state(), *self._draw_args(), *geo.ray_args, *geo.sweep_args,
+            )
+
+    def _kernel_state(self) -> tuple[np.ndarray, ...]:
+        a = self._arrays
+        return (*a.state(), a.hints, self._eyes)
+
+    def _draw_args(self) -> tuple[object, ...]:
+        return (self._rng, self._weapons, self._params, self.config.candidates, self.config.headings)
 
     def _take_slot(self, world: WorldState, now_s: float) -> None:
         free = np.flatnonzero(~world.active[: self.capacity])
         slot = int(free[-1]) if free.size else None
         if slot != self.slot:
             for v in np.flatnonzero(self.shown).tolist():
-                self._remove(v, now_s, early=True)
+                self._arrays.remove(v, now_s, self.config.gap_s, early=True)
             self.slot = slot
-
-    def _walk(self) -> None:
-        """One tick along each shown phantom's leg, stopping at its end."""
-        shown = self.shown
-        step = self.vel[shown] * self.dt_s
-        left = self._leg_end[shown] - self.pos[shown]
-        done = np.einsum("ij,ij->i", left, left) <= np.einsum("ij,ij->i", step, step)
-        moved = np.where(done[:, None], self._leg_end[shown], self.pos[shown] + step)
-        self.pos[shown] = moved
-        vel = self.vel[shown]
-        vel[done] = 0.0
-        self.vel[shown] = vel
-
-    def _check(self, v: int, now_s: float, world: WorldState, horizon: float) -> None:
-        cfg = self.config
-        if now_s >= self._expires[v]:
-            self._remove(v, now_s, early=False)
-            return
-        trail = self._trail[v]
-        trail.append((float(self.pos[v, 0]), float(self.pos[v, 1])))
-        del trail[: -self._trail_len]
-        eyes = self._eyes(v, world, horizon)
-        start = self.pos[v, :2]
-        left = self._leg_end[v, :2] - start
-        leg_left = float(np.hypot(*left))
-        speed = float(np.hypot(*self.vel[v, :2]))
-        if leg_left > 1e-6 and speed > 0.0:
-            # The trail and the way ahead in one batch of rays: the usual case, both hidden.
-            reach = min(leg_left, speed * (self.period_s + cfg.horizon_margin_s))
-            if self._hidden(eyes, np.vstack((np.array(trail), _path(start, left / leg_left, reach)))):
-                return
-        if not self._hidden(eyes, np.array(trail)) or not self._new_leg(v, eyes):
-            self._remove(v, now_s, early=True)
-
-    def _place(self, v: int, now_s: float, world: WorldState, horizon: float) -> None:
-        cfg = self.config
-        rng = self._rng
-        n = cfg.candidates
-        angle = rng.uniform(0.0, 2.0 * math.pi, n)
-        radius = np.sqrt(rng.uniform(cfg.min_range_m**2, cfg.max_range_m**2, n))
-        at = world.pos[v, :2] + radius[:, None] * np.column_stack((np.cos(angle), np.sin(angle)))
-        free = ~self.geometry.circle_blocked(at)
-        if not free.any():
-            self._next_place[v] = now_s + cfg.gap_s
-            return
-        eyes = self._eyes(v, world, horizon)
-        for p in at[free]:
-            if not self._hidden(eyes, p[None, :]):
-                continue
-            self.pos[v] = (p[0], p[1], 0.0)
-            self.vel[v] = 0.0
-            self._trail[v] = [(float(p[0]), float(p[1]))]
-            if not self._new_leg(v, eyes):
-                continue
-            self.shown[v] = True
-            self.serial[v] = self._next_serial
-            self._next_serial += 1
-            self._expires[v] = now_s + cfg.lifetime_s
-            self.weapon[v] = int(rng.choice(self._weapons))
-            self.health[v] = 100.0 if rng.random() < 0.6 else float(rng.integers(20, 100))
-            self.placed += 1
-            return
-        self._next_place[v] = now_s + cfg.gap_s
-
-    def _new_leg(self, v: int, eyes: np.ndarray) -> bool:
-        """A new straight leg from the phantom's position, at a random heading and speed, whose
-        next positions stay hidden from ``eyes``; False when none of ``headings`` tries is."""
-        cfg = self.config
-        rng = self._rng
-        start = self.pos[v, :2].copy()
-        for _ in range(cfg.headings):
-            heading = rng.uniform(0.0, 2.0 * math.pi)
-            speed = rng.uniform(cfg.speed_min_m_s, cfg.speed_max_m_s)
-            length = speed * rng.uniform(cfg.leg_min_s, cfg.leg_max_s)
-            direction = np.array([math.cos(heading), math.sin(heading)])
-            end = self.geometry.sweep(start[None, :], (start + direction * length)[None, :]).end[0]
-            if float(np.hypot(*(end - start))) < 0.5:
-                continue
-            reach = min(float(np.hypot(*(end - start))), speed * (self.period_s + cfg.horizon_margin_s))
-            if not self._hidden(eyes, _path(start, direction, reach)):
-                continue
-            self._leg_end[v] = (end[0], end[1], 0.0)
-            self.vel[v] = (direction[0] * speed, direction[1] * speed, 0.0)
-            self.yaw[v] = math.degrees(heading) + rng.normal(0.0, 8.0)
-            self.yaw[v] = (self.yaw[v] + 180.0) % 360.0 - 180.0
-            self.pitch[v] = rng.normal(0.0, 3.0)
-            return True
-        return False
-
-    def _remove(self, v: int, now_s: float, *, early: bool) -> None:
-        self.shown[v] = False
-        self.vel[v] = 0.0
-        self._trail[v] = []
-        self._next_place[v] = now_s + self.config.gap_s
-        self.removed += early
-
-    # ------------------------------------------------------------------ line of sight
-
-    def _eyes(self, v: int, world: WorldState, horizon: float) -> np.ndarray:
-        """(E, 3) eyes the viewer ``v`` may have until the next check (m), at a jump's top."""
-        pos = world.pos[v, :2]
-        reach = self._top_speed * horizon
-        angles = np.arange(_DIRECTIONS) * (2.0 * math.pi / _DIRECTIONS)
-        targets = np.vstack((pos + world.vel[v, :2] * horizon,
-                             pos + reach * np.column_stack((np.cos(angles), np.sin(angles)))))
-        ends = self.geometry.sweep(np.tile(pos, (len(targets), 1)), targets).end
-        eyes = np.empty((len(ends) + 1, 3))
-        eyes[0, :2] = pos
-        eyes[1:, :2] = ends
-        eyes[:, 2] = max(0.0, float(world.pos[v, 2])) + self._eye_z
-        return eyes
-
-    def _hidden(self, eyes: np.ndarray, feet: np.ndarray) -> bool:
-        """No line of sight from any of ``eyes`` (E, 3) to the checked points of a phantom
-        standing at any of ``feet`` (F, 2) (m)."""
-        e = np.repeat(eyes, len(feet), axis=0)
-        f = np.tile(feet, (len(eyes), 1))
-        d = f - e[:, :2]
-        norm = np.hypot(d[:, 0], d[:, 1])
-        norm[norm < 1e-9] = 1.0
-        side = np.column_stack((-d[:, 1], d[:, 0])) / norm[:, None] * self.config.lateral_m
-        points = np.empty((3 * len(f), 3))
-        points[:, :2] = np.vstack((f, f + side, f - side))
-        points[:, 2] = _TOP_M
-        return not self.geometry.los_clear(np.tile(e, (3, 1)), points).any()
 
     # ------------------------------------------------------------------ what others read
 
@@ -278,22 +185,10 @@ class Phantoms:
         k = len(slots)
         if not k or not self.shown.any():
             return [None] * k, [180.0] * k
-        shown = self.shown[slots]
-        chest = self.pos[slots].copy()
-        chest[:, 2] += STANDING_CHEST_M
-        to = chest - eye
-        dist = np.sqrt(np.einsum("ij,ij->i", to, to))
-        dist[dist < 1e-9] = 1.0
+        angle = np.empty(k)
         (cy, cp), (sy, sp) = cos_sin
-        cos = (cp * cy * to[:, 0] + cp * sy * to[:, 1] + sp * to[:, 2]) / dist
-        angle = np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))
-        angle[~shown] = 180.0
+        phantom_kernel.aim_angles(slots, eye, cy, cp, sy, sp, self.shown, self.pos, STANDING_CHEST_M, angle)
+        shown = self.shown[slots]
         serial = [int(s) if on else None for s, on in zip(self.serial[slots].tolist(), shown.tolist(), strict=True)]
         return serial, angle.tolist()
 
-
-def _path(start: np.ndarray, direction: np.ndarray, reach: float) -> np.ndarray:
-    """(F, 2) points from ``start`` along the unit ``direction`` up to ``reach`` (m), at most
-    ``_PATH_STEP_M`` apart, the start excluded (it is checked with the trail)."""
-    n = max(1, math.ceil(reach / _PATH_STEP_M))
-    return start + np.outer(np.arange(1, n + 1) * (reach / n), direction)

@@ -53,6 +53,7 @@ KERNEL_MODULES: tuple[str, ...] = (
     "physics.weapon_state",
     "server.entity_block",
     "server.input_kernel",
+    "server.phantom_kernel",
     "server.protocol.commands",
     "server.snapshot_kernel",
     "server.visibility",
