@@ -106,6 +106,13 @@ async def live_admin(duration_s: float = 300.0, map_name: str = "corridors") -> 
         live.bots.append(asyncio.create_task(run_bot_swarm(
             udp.address, game_map, count=1, profile=profile, duration_s=duration_s, name_prefix=prefix, seed=7)))
     try:
+        # Both bots connected first: on a cold numba cache their first ticks compile kernels and
+        # hold the shared event loop for seconds, long enough for uvicorn to drop an idle
+        # keep-alive connection under a test's second request.
+        async def connected() -> bool:
+            return len(core.live_players()) >= 2
+
+        await wait_for(connected, "both bots connected", timeout_s=180.0)
         yield live
     finally:
         for task in live.bots:
