@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
-from anticheat.detectors.aimsnap import AimSnapConfig, AimSnapDetector, honest_false_alarms_per_hour, view_turn_deg
+from anticheat.detectors.aimsnap import (
+    AimSnapConfig,
+    AimSnapDetector,
+    honest_false_alarms_per_hour,
+)
+from anticheat.detectors.aimstats import angular_step_deg
 from anticheat.events import AimSample, ConnectionSample, SpawnEvent
 from anticheat.skip import SkipBook
 
@@ -70,7 +73,8 @@ def test_a_human_flick_decelerates_onto_the_target_and_is_never_a_locked_flick()
         seq += 64  # a second later, the next flick from the same start
         samples.append(_sample(seq, 0.0, 120.0))
         seq += 1
-    steps_deg = [view_turn_deg(a, b) for a, b in zip(samples, samples[1:]) if b.seq == a.seq + 1]
+    steps_deg = [angular_step_deg(a.yaw_deg, a.pitch_deg, b.yaw_deg, b.pitch_deg)
+                 for a, b in zip(samples, samples[1:]) if b.seq == a.seq + 1]
     assert max(steps_deg) > AimSnapConfig().min_turn_deg  # fast mid-way, yet never landing
     assert _feed(det, samples, book) == []
 
@@ -88,14 +92,6 @@ def test_lost_commands_spawns_and_exempt_players_are_not_judged() -> None:
     assert _feed(exempt, _snap(200, 0.0, 90.0) + _snap(300, 90.0, 0.0), _book(exempt=True)) == []
     # A jump that ends off the target (a quick turn) is not one either.
     assert _feed(AimSnapDetector(), _snap(200, 0.0, 90.0, on_deg=8.0) + _snap(300, 90.0, 0.0, on_deg=8.0), book) == []
-
-
-def test_view_turn_is_the_great_circle_angle() -> None:
-    a, b = _sample(1, 179.0, 0.0), _sample(2, -179.0, 0.0)
-    assert view_turn_deg(a, b) == pytest.approx(2.0)
-    up, side = _sample(1, 0.0, 0.0, pitch=89.0), _sample(2, 90.0, 0.0, pitch=89.0)
-    # Near the pole a 90 deg yaw is a small turn: 2 asin(cos 89 sin 45).
-    assert view_turn_deg(up, side) == pytest.approx(math.degrees(2 * math.asin(math.cos(math.radians(89)) * math.sin(math.radians(45)))))
 
 
 def test_false_alarm_rate_by_hand() -> None:

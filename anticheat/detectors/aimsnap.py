@@ -38,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from anticheat.detector import NO_DETECTIONS, NO_SCORES, Detector
+from anticheat.detectors.aimstats import angular_step_deg
 from anticheat.events import AimSample, Detection, SpawnEvent
 from anticheat.skip import SkipBook, SkipReason
 from anticheat.tolerances import searched
@@ -111,8 +112,6 @@ class AimSnapDetector(Detector):
     def on_aim(self, sample: AimSample, skip: SkipBook) -> Sequence[Detection]:
         cfg = self.config
         player = sample.player
-        if skip.player_reason(player) is SkipReason.EXEMPT:
-            return NO_DETECTIONS
         prev = self._last.get(player)
         self._last[player] = sample
         self._total.setdefault(player, 0)
@@ -122,8 +121,8 @@ class AimSnapDetector(Detector):
             return NO_DETECTIONS
         if sample.time_s - self._spawned.get(player, -math.inf) < cfg.spawn_grace_s:
             return NO_DETECTIONS
-        turn = view_turn_deg(prev, sample)
-        if turn < cfg.min_turn_deg:
+        turn = angular_step_deg(prev.yaw_deg, prev.pitch_deg, sample.yaw_deg, sample.pitch_deg)
+        if turn < cfg.min_turn_deg or skip.player_reason(player) is SkipReason.EXEMPT:
             return NO_DETECTIONS
         self._total[player] += 1
         window = self._flicks.setdefault(player, deque())
@@ -145,10 +144,3 @@ class AimSnapDetector(Detector):
                       "flicks_total": self._total[player]},
         )]
 
-
-def view_turn_deg(a: AimSample, b: AimSample) -> float:
-    """Angle (deg) the view turned from sample ``a`` to ``b``: the great-circle angle between the
-    two view directions (yaw wrapped, so 179 -> -179 is 2 deg)."""
-    ya, pa, yb, pb = (math.radians(v) for v in (a.yaw_deg, a.pitch_deg, b.yaw_deg, b.pitch_deg))
-    cos = math.sin(pa) * math.sin(pb) + math.cos(pa) * math.cos(pb) * math.cos(yb - ya)
-    return math.degrees(math.acos(max(-1.0, min(1.0, cos))))
