@@ -85,6 +85,15 @@ async def test_page_shows_evidence_and_dismisses_a_review_item(tmp_path: Path) -
             card = page.locator(f'[data-testid=review-item][data-item="{item["id"]}"]')
             await expect(card).to_contain_text(CHEATER)
             await card.locator("input.note").fill("looks like lag to me")
+            await card.locator("select.level").select_option("monitor")
+            # The speed hacker keeps adding evidence, so the item re-renders while the reviewer
+            # writes: mark the node and wait for its replacement, then the draft must still be there.
+            await card.evaluate("node => node.dataset.stale = 'yes'")
+            await expect(page.locator(f'[data-testid=review-item][data-item="{item["id"]}"][data-stale]')).to_have_count(
+                0, timeout=20_000)
+            await expect(card.locator("input.note")).to_have_value("looks like lag to me")
+            await expect(card.locator("input.note")).to_be_focused()
+            await expect(card.locator("select.level")).to_have_value("monitor")
             await card.get_by_test_id("dismiss").click()
 
             async def dismissed() -> dict[str, Any] | None:

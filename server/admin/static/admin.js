@@ -10,7 +10,11 @@ const LEVELS = ["log", "monitor", "kick", "temp_ban_review", "permanent_ban"];
 
 let selectedSlot = null;
 let pollTimer = null;
-const rendered = {};  // section id -> last JSON rendered (re-render only on change: keeps typed notes)
+const rendered = {};  // section id -> last JSON rendered (re-render only on change)
+// What the reviewer has typed or chosen but not yet sent, by field key. A pending item keeps
+// gathering evidence while a reviewer writes, so its section re-renders under the cursor;
+// these drafts are written back after every render so no keystroke is lost.
+const drafts = new Map();
 
 function esc(value) {
   return String(value ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
@@ -265,9 +269,46 @@ function reviewItem(item, decided) {
     <ul>${item.reasons.map((r) => `<li>${esc(r)}</li>`).join("")}</ul>${evidence}${outcome}</div>`;
 }
 
+function draftKey(field) {
+  if (field.dataset.item !== undefined) return `item:${field.dataset.item}:${field.className}`;
+  if (field.dataset.appeal !== undefined) return `appeal:${field.dataset.appeal}:${field.className}`;
+  return null;
+}
+
+function rememberDraft(event) {
+  const key = draftKey(event.target);
+  if (key) drafts.set(key, event.target.value);
+}
+
+// Replaces a section's markup and puts back the reviewer's unsent text, choices, focus and caret.
+function replaceKeepingDrafts(box, html) {
+  const active = document.activeElement && box.contains(document.activeElement) ? document.activeElement : null;
+  const focusKey = active ? draftKey(active) : null;
+  const caret = active && typeof active.selectionStart === "number" ? [active.selectionStart, active.selectionEnd] : null;
+  box.innerHTML = html;
+  box.querySelectorAll("input, select").forEach((field) => {
+    const key = draftKey(field);
+    if (key && drafts.has(key)) field.value = drafts.get(key);
+    if (key && key === focusKey) {
+      field.focus();
+      if (caret) field.setSelectionRange(caret[0], caret[1]);
+    }
+  });
+}
+
+function forgetDrafts(owner) {
+  [...drafts.keys()].filter((k) => k.startsWith(`${owner}:`)).forEach((k) => drafts.delete(k));
+}
+
+["review-pending", "appeals"].forEach((id) => {
+  const box = document.getElementById(id);
+  box.addEventListener("input", rememberDraft);
+  box.addEventListener("change", rememberDraft);
+});
+
 function renderReview(review) {
-  document.getElementById("review-pending").innerHTML =
-    review.pending.length ? review.pending.map((i) => reviewItem(i, false)).join("") : '<p class="muted">Nothing to review.</p>';
+  replaceKeepingDrafts(document.getElementById("review-pending"),
+    review.pending.length ? review.pending.map((i) => reviewItem(i, false)).join("") : '<p class="muted">Nothing to review.</p>');
   document.getElementById("review-decided").innerHTML =
     review.decided.length ? review.decided.map((i) => reviewItem(i, true)).join("") : '<p class="muted">None yet.</p>';
 }
@@ -283,19 +324,20 @@ document.getElementById("review-pending").addEventListener("click", async (event
     const level = document.querySelector(`select.level[data-item="${id}"]`).value;
     await act(`/review/${id}/confirm`, { reviewer: reviewer(), note, level });
   }
+  forgetDrafts(`item:${id}`);
 });
 
 function renderAppeals(appeals) {
   const box = document.getElementById("appeals");
   if (!appeals.length) { box.innerHTML = '<p class="muted">No appeals.</p>'; return; }
-  box.innerHTML = appeals.map((a) => `<div class="item" data-testid="appeal">
+  replaceKeepingDrafts(box, appeals.map((a) => `<div class="item" data-testid="appeal">
     <div class="item-head"><strong>#${a.id}</strong> ${esc(a.player)} <span class="muted">against review #${a.review_item}</span>
       <span class="badge st-${esc(a.status)}">${esc(a.status)}</span></div>
     <p>${esc(a.text) || '<span class="muted">(no statement)</span>'}</p>
     ${a.status === "pending" ? `<div class="actions"><input class="appeal-note" data-appeal="${a.id}" placeholder="note">
       <button class="ok grant" data-appeal="${a.id}">Grant (overturn)</button>
       <button class="bad reject" data-appeal="${a.id}">Reject</button></div>`
-      : `<div class="muted">${esc(a.status)} by ${esc(a.reviewer)}${a.note ? ": " + esc(a.note) : ""}</div>`}</div>`).join("");
+      : `<div class="muted">${esc(a.status)} by ${esc(a.reviewer)}${a.note ? ": " + esc(a.note) : ""}</div>`}</div>`).join(""));
 }
 
 document.getElementById("appeals").addEventListener("click", async (event) => {
@@ -304,6 +346,7 @@ document.getElementById("appeals").addEventListener("click", async (event) => {
   const id = button.dataset.appeal;
   const note = document.querySelector(`input.appeal-note[data-appeal="${id}"]`).value;
   await act(`/appeals/${id}/decide`, { reviewer: reviewer(), note, overturn: button.classList.contains("grant") });
+  forgetDrafts(`appeal:${id}`);
 });
 
 function renderFeed(detections) {
