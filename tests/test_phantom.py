@@ -12,8 +12,8 @@ import pytest
 
 from anticheat.detectors.cusum import llr_steps
 from anticheat.detectors.wallhack import WallhackConfig, WallhackDetector
-from anticheat.events import AimSample, Detection, KillEvent
-from anticheat.skip import SkipBook, SkipConfig
+from anticheat.events import AimSample, ConnectionSample, Detection, KillEvent
+from anticheat.skip import SkipBook, SkipConfig, SkipReason
 from physics.weapon_state import WeaponState
 from server import protocol as proto
 from server.config import PhantomConfig
@@ -231,3 +231,23 @@ def test_phantoms_never_aimed_at_never_alarm_and_config_is_checked() -> None:
         WallhackConfig(phantom_theta0=0.6, phantom_theta1=0.5)
     with pytest.raises(ValueError):
         PhantomConfig(min_range_m=10.0, max_range_m=5.0)
+
+
+def test_phantom_lives_are_judged_on_a_bad_link_but_not_for_an_exempt_player() -> None:
+    """Loss and lag skip hidden targets (a real enemy may look hidden on a late picture), but they
+    cannot aim a crosshair at a phantom: a satellite-grade link is judged, an exempt bot is not."""
+    bad = ConnectionSample(0, 0.0, rtt_ms=700.0, jitter_ms=40.0, loss=0.2, since_update_s=0.0)
+    exempt = ConnectionSample(0, 0.0, rtt_ms=20.0, jitter_ms=1.0, loss=0.0, since_update_s=0.0, exempt=True)
+    judged = {}
+    for name, sample in (("bad", bad), ("exempt", exempt)):
+        det = WallhackDetector()
+        skip = _skip()
+        skip.record(sample)
+        assert skip.player_reason(0) in (SkipReason.HIGH_PING, SkipReason.EXEMPT)
+        out: list[Detection] = []
+        for i in range(40):
+            for s in _phantom_episode(i + 1, 3.0 * i, True):
+                out.extend(det.on_aim(s, skip))
+        judged[name] = (det.phantom_episodes_judged, [d.kind for d in out])
+    assert judged["bad"][0] >= 39 and judged["bad"][1][:1] == ["phantom"]
+    assert judged["exempt"] == (0, [])

@@ -31,7 +31,9 @@ samples; it is positive when the crosshair stayed on it (``on_deg``) for at leas
 ``phantom_track_turn_deg`` or more on it: the user of a wallhack follows it through the walls.
 Arrivals alone are not enough here: an honest view sweeping the map crosses and briefly rests
 on a phantom behind a wall by chance (arrivals in 79 of 896 honest phantom episodes). The verdicts go into a
-second CUSUM with its own rates; an alarm is a ``phantom`` Detection.
+second CUSUM with its own rates; an alarm is a ``phantom`` Detection. Phantom lives are judged
+on every link (a bad link skips only hidden targets): lag and loss delay and thin the samples
+but cannot aim at something the viewer never sees.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from dataclasses import dataclass
 from anticheat.detector import NO_DETECTIONS, NO_SCORES, Detector, over_limit
 from anticheat.detectors.cusum import BernoulliCusum, average_run_length, threshold_for_arl
 from anticheat.events import AimSample, Detection, SpawnEvent
-from anticheat.skip import SkipBook
+from anticheat.skip import SkipBook, SkipReason
 from anticheat.tolerances import searched
 
 log = logging.getLogger(__name__)
@@ -306,7 +308,12 @@ class WallhackDetector(Detector):
         phantom = ch is self._phantom
         if ep.samples < (cfg.phantom_min_samples if phantom else cfg.min_samples) or ep.first_deg > ch.engage_deg:
             return NO_DETECTIONS
-        if skip.player_reason(player) is not None:
+        reason = skip.player_reason(player)
+        # Lag and loss can make a real enemy look hidden (the viewer's picture is older than the
+        # server's), so hidden targets are not judged on a bad link. They cannot put a crosshair
+        # on a phantom that is behind walls from every eye the viewer could have: phantom lives
+        # are judged on every link, as locked flicks are; only exempt players are skipped.
+        if reason is SkipReason.EXEMPT or (reason is not None and not phantom):
             return NO_DETECTIONS
         if phantom:
             # A phantom lives seconds, long enough for an honest view to cross it and even
