@@ -12,7 +12,8 @@
     referee lab export DIR OUTDIR        (every table as Parquet)
     referee lab sql DIR "SELECT ..."     (read-only SQL over the corpus)
 
-SPEC is a corpus spec file or a built-in spec's name (``standard``, ``smoke``).
+SPEC is a corpus spec file or a built-in spec's name (``standard``, ``subtle``, ``honest``,
+``smoke``).
 """
 
 from __future__ import annotations
@@ -44,7 +45,9 @@ def add_lab_parser(sub: Any) -> None:
     cmds = lab.add_subparsers(dest="lab_command", required=True, metavar="{corpus,rerun,tune,report,goals,calibrate,train-aimdetect,fidelity,export,sql}")
 
     corpus = cmds.add_parser("corpus", help="play a spec's labelled matches into a corpus directory (resumable)")
-    corpus.add_argument("spec", help="corpus spec TOML, or a built-in spec name (standard, smoke)")
+    from testbed.lab.spec import builtin_spec_names
+
+    corpus.add_argument("spec", help=f"corpus spec TOML, or a built-in spec name ({', '.join(builtin_spec_names())})")
     corpus.add_argument("--out", required=True, help="corpus directory (its corpus.duckdb is created or resumed)")
     corpus.add_argument("--jobs", type=positive_int, help="worker processes (default: one per CPU)")
     corpus.add_argument("--ray", metavar="ADDRESS", help="play on a Ray cluster ('local' starts one here); needs referee[ray]")
