@@ -104,11 +104,16 @@ class KillEvent:
 
 @dataclass(frozen=True, slots=True)
 class SpawnEvent:
-    """A player (re)spawned: per-life state of detectors can reset."""
+    """A player (re)spawned: per-life state of detectors can reset.
+
+    ``yaw_deg``/``pitch_deg``: the view the server set at the spawn (deg), which the client
+    adopts about a round trip later; None in recordings made before it was recorded."""
 
     player: int
     tick: int
     time_s: float
+    yaw_deg: float | None = None
+    pitch_deg: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

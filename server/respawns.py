@@ -25,7 +25,8 @@ def respawn_due(core: CoreState, now_s: float) -> None:
         core.validator.reset(slot, now_s)
         core.timer.reset(slot)
         session.respawn_at_s = None
-        core._tick_events.append(SpawnEvent(player=slot, tick=core.tick, time_s=now_s))
+        core._tick_events.append(SpawnEvent(player=slot, tick=core.tick, time_s=now_s,
+                                            yaw_deg=float(core.world.yaw[slot]), pitch_deg=float(core.world.pitch[slot])))
         correction = proto.Correction(
             cmd_seq=max(session.last_applied_seq, 0), pos=(spawn.x, spawn.y, 0.0), vel=(0.0, 0.0, 0.0)
         )

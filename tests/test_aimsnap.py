@@ -102,3 +102,25 @@ def test_false_alarm_rate_by_hand() -> None:
     assert honest_false_alarms_per_hour(0.138, three) == pytest.approx(0.138 * (0.138 / 60.0) ** 2 / 2)
     with pytest.raises(ValueError):
         AimSnapConfig(on_deg=30.0)
+
+
+def test_after_a_spawn_the_adoption_of_the_spawn_view_is_no_flick_but_a_snap_from_it_is() -> None:
+    book = _book()
+    det = AimSnapDetector()
+    # The server set yaw 90; the client adopts it a round trip later (0.2 s), with a couple of
+    # degrees of its own mouse movement, and an enemy happens to stand there.
+    det.on_spawn(SpawnEvent(player=0, tick=600, time_s=600 * DT, yaw_deg=90.0, pitch_deg=0.0), book)
+    assert _feed(det, _snap(613, -40.0, 92.0), book) == []
+    assert det.scores(0) == {"locked_flick": 0.0}
+    # Two commands later it snaps 45 deg onto an enemy from the spawn view: judged, though 0.25 s
+    # into the life; a second snap straight from the last life's view after the next spawn too.
+    assert _feed(det, [_sample(615, 92.0, 60.0), _sample(616, 137.0, 0.2)], book) == []
+    assert det.scores(0) == {"locked_flick": 0.5}
+    det.on_spawn(SpawnEvent(player=0, tick=1600, time_s=1600 * DT, yaw_deg=-90.0, pitch_deg=0.0), book)
+    found = _feed(det, _snap(1610, 10.0, 60.0, on_deg=0.3), book)
+    assert [d.kind for d in found] == ["locked_flick"]
+    # A recording without the spawn view judges nothing in the grace, as before.
+    old = AimSnapDetector()
+    old.on_spawn(SpawnEvent(player=0, tick=600, time_s=600 * DT), book)
+    assert _feed(old, [_sample(615, 92.0, 60.0), _sample(616, 137.0, 0.2)], book) == []
+    assert old.scores(0) == {"locked_flick": 0.0}

@@ -13,8 +13,14 @@ off: ``on_deg`` allows for that).
 
 Lag and loss do not make locked flicks (the angles are the client's own and gaps in the sequence
 are never judged), so unlike most detectors this one judges players on any link; only exempt
-players are skipped. The view is set by the server at a spawn and the client adopts it about a round trip later, a jump
-that is not the player's: samples within ``spawn_grace_s`` of a spawn are not judged.
+players are skipped. The view is set by the server at a spawn and the client adopts it about a
+round trip later, a jump that is not the player's. Within ``spawn_grace_s`` of a spawn the turn
+judged is therefore the smaller of the turn from the previous command and the distance from the
+spawn view (``SpawnEvent.yaw_deg``/``pitch_deg``): the adoption, even with the player's own
+movement in the same command, lands on the spawn view and is no flick, while an aimbot that snaps
+onto an enemy from the spawn view (or straight from the last life's view) is judged as anywhere
+else. A rage aimbot's first lock, a fifth of a second into its life, counts. Recordings without
+the spawn view leave the whole grace unjudged.
 
 Measured on the standard lab corpus (16 matches of 600 s, seeds 100000+; 26.7 honest player-hours
 of every skill on 20-300 ms links with up to 5 % loss): honest players made **0** locked flicks at
@@ -56,7 +62,8 @@ class AimSnapConfig:
         min_turn_deg: the least view turn in one command that counts (deg; 20 = 1,280 deg/s at
             64 commands a second, a speed a human flick reaches mid-way, never on arrival).
         on_deg: the crosshair lands this close to the nearest visible enemy's chest (deg).
-        spawn_grace_s: samples this soon after the player's spawn are not judged (s).
+        spawn_grace_s: this soon after the player's spawn (s), a turn must also be ``min_turn_deg``
+            away from the spawn view (unjudged when the spawn view is unknown).
         min_events, window_s: a detection when this many locked flicks fall within the window (s).
         severity: of the Detection.
     """
@@ -90,7 +97,7 @@ class AimSnapDetector(Detector):
     def __init__(self, config: AimSnapConfig | None = None) -> None:
         self.config = config or AimSnapConfig()
         self._last: dict[int, AimSample] = {}
-        self._spawned: dict[int, float] = {}
+        self._spawned: dict[int, SpawnEvent] = {}
         self._flicks: dict[int, deque[float]] = {}
         self._total: dict[int, int] = {}
 
@@ -105,7 +112,7 @@ class AimSnapDetector(Detector):
         return {"locked_flick": len(self._flicks.get(player, ())) / self.config.min_events}
 
     def on_spawn(self, spawn: SpawnEvent, skip: SkipBook) -> Sequence[Detection]:
-        self._spawned[spawn.player] = spawn.time_s
+        self._spawned[spawn.player] = spawn
         self._last.pop(spawn.player, None)
         return NO_DETECTIONS
 
@@ -119,9 +126,12 @@ class AimSnapDetector(Detector):
             return NO_DETECTIONS
         if sample.target_angle_deg > cfg.on_deg:
             return NO_DETECTIONS
-        if sample.time_s - self._spawned.get(player, -math.inf) < cfg.spawn_grace_s:
-            return NO_DETECTIONS
         turn = angular_step_deg(prev.yaw_deg, prev.pitch_deg, sample.yaw_deg, sample.pitch_deg)
+        spawn = self._spawned.get(player)
+        if spawn is not None and sample.time_s - spawn.time_s < cfg.spawn_grace_s:
+            if spawn.yaw_deg is None or spawn.pitch_deg is None:
+                return NO_DETECTIONS
+            turn = min(turn, angular_step_deg(spawn.yaw_deg, spawn.pitch_deg, sample.yaw_deg, sample.pitch_deg))
         if turn < cfg.min_turn_deg or skip.player_reason(player) is SkipReason.EXEMPT:
             return NO_DETECTIONS
         self._total[player] += 1
