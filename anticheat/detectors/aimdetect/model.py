@@ -97,7 +97,7 @@ class ModelFormatError(ValueError):
 def jeffreys(k: int, n: int) -> float:
     """Jeffreys' estimate (k + 0.5) / (n + 1) of a rate seen k times in n trials.
 
-    It never gives exactly 0 or 1, so one kill is never infinitely strong evidence in the TRW.
+    It never gives exactly 0 or 1, so one kill is never infinitely strong evidence in the sequential test.
     """
     return (k + 0.5) / (n + 1.0)
 
@@ -115,8 +115,8 @@ class TrainedModel:
     Attributes:
         feature_names: the feature order the model expects.
         threshold: a kill is positive when ``score(x) > threshold`` (log-odds).
-        tpr, fpr: held-out rates at ``threshold``, Jeffreys-smoothed (k + 0.5) / (n + 1): the TRW's
-            theta1 and theta0.
+        tpr, fpr: held-out rates at ``threshold``, Jeffreys-smoothed (k + 0.5) / (n + 1): the
+            sequential test's theta1 and theta0.
         fpr_by_group: smoothed held-out FPR per honest stratum label ({} when no strata were given).
         tpr_by_group: smoothed held-out TPR per positive stratum label ({} when none).
         tp, fn, fp, tn: held-out confusion counts at ``threshold`` (positive = cheater).
