@@ -30,11 +30,11 @@ x, per player-hour, fits ``exp(TAIL_LOG_RATE - TAIL_SLOPE * x)`` for x = 6..14 (
 so ``h = (TAIL_LOG_RATE + ln false_alarm_player_hours) / TAIL_SLOPE`` reads "one false alarm per
 ``false_alarm_player_hours`` honest player-hours" (1,000: h = 23.8), an extrapolation of that fit.
 On the same corpus the four triggerbots (2 ``triggerbot``, 2 ``triggerbot_no_bait``) were flagged
-after 74, 5, 103 and 64 s of play with no honest detection. Re-measure (walk a corpus's streams
-as ``testbed.lab.kills`` does, over pellet-0 shots and aim samples) when the aim model,
-``first_contact`` or the range bands change. A shot that touched an AimDetect bait and no player is
-not judged: it is the bait's evidence, and as a miss it would count in a bait-shooting triggerbot's
-favour.
+after 74, 5, 103 and 64 s of play with no honest detection. Re-measure (``referee lab
+trigger-table DIR`` walks a corpus's streams through ``TriggerDetector.judge_shot`` and prints
+the table and the tail fit) when the aim model, ``first_contact`` or the range bands change. A
+shot that touched an AimDetect bait and no player is not judged: it is the bait's evidence, and as
+a miss it would count in a bait-shooting triggerbot's favour.
 
 Kind (detector ``trigger``):
 
@@ -190,9 +190,16 @@ class TriggerDetector(Detector):
                 return dist
         return None
 
-    def on_shot(self, shot: ShotResult, skip: SkipBook) -> Sequence[Detection]:
+    def judge_shot(self, shot: ShotResult, skip: SkipBook) -> tuple[int, int] | None:
+        """The shot's ``(range band, category)``: its row and column of ``LOG_LR``, or None when
+        it is not judged (not pellet 0, a bait shot, a skipped weapon or link).
+
+        Updates the player's last-shot facts (what makes the next shot prompt or a follow-on)
+        exactly as ``on_shot`` does, which calls it; the CUSUM is left alone. Offline measurement
+        (``referee lab trigger-table``) reads the categories through it.
+        """
         if shot.pellet != 0:
-            return NO_DETECTIONS
+            return None
         st = self._players.get(shot.shooter)
         if st is None:
             st = self._players[shot.shooter] = _Player()
@@ -202,7 +209,7 @@ class TriggerDetector(Detector):
             # A shot at an AimDetect bait is AimDetect's evidence; read as a miss here it would
             # count as the most honest kind of shot for a triggerbot that fires at baits.
             self.skipped["bait"] += 1
-            return NO_DETECTIONS
+            return None
         since = shot.time_s - st.last_shot_s
         prompt = since <= _WEAPON_INTERVAL_S.get(shot.weapon, 0.0) + cfg.prompt_slack_s
         follows_on = st.last_on and since < cfg.follow_s
@@ -210,12 +217,21 @@ class TriggerDetector(Detector):
         reason = skip.shot_reason(shot.shooter, None, shot.weapon)
         if reason is not None:
             self.skipped[reason.value] += 1
+            return None
+        return (range_band(self._range_of(shot.shooter, shot.claim.seq)),
+                shot_category(on, bool(shot.first_contact), prompt, follows_on))
+
+    def on_shot(self, shot: ShotResult, skip: SkipBook) -> Sequence[Detection]:
+        judged = self.judge_shot(shot, skip)
+        if judged is None:
             return NO_DETECTIONS
-        category = shot_category(on, bool(shot.first_contact), prompt, follows_on)
+        band, category = judged
+        st = self._players[shot.shooter]
+        cfg = self.config
         st.shots += 1
-        st.on_target += on
+        st.on_target += shot.first_contact is not None
         st.first_contact += bool(shot.first_contact)
-        st.statistic = max(0.0, st.statistic + LOG_LR[range_band(self._range_of(shot.shooter, shot.claim.seq))][category])
+        st.statistic = max(0.0, st.statistic + LOG_LR[band][category])
         st.peak = max(st.peak, st.statistic)
         if st.statistic < self._h:
             return NO_DETECTIONS

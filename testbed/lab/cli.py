@@ -9,6 +9,7 @@
     referee lab calibrate DIR [--run NAME] [--prior P] [--out sanctions.toml]
     referee lab train-aimdetect DIR [--holdout DIR] [--target-fpr F] [--out PATH]
     referee lab fidelity DIR [--jobs N] [--json]   (honest bots against real-player figures)
+    referee lab trigger-table DIR [--jobs N] [--tail-from X] [--json]  (triggerbot constants)
     referee lab export DIR OUTDIR        (every table as Parquet)
     referee lab sql DIR "SELECT ..."     (read-only SQL over the corpus)
 
@@ -42,7 +43,7 @@ def add_lab_parser(sub: Any) -> None:
     """Add ``lab`` and its subcommands to the ``referee`` parser's subparsers."""
     lab = sub.add_parser("lab", help="the tuning lab: corpora, metrics with intervals, tolerance search, report",
                          description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    cmds = lab.add_subparsers(dest="lab_command", required=True, metavar="{corpus,rerun,tune,report,goals,calibrate,train-aimdetect,fidelity,export,sql}")
+    cmds = lab.add_subparsers(dest="lab_command", required=True, metavar="{corpus,rerun,tune,report,goals,calibrate,train-aimdetect,fidelity,trigger-table,export,sql}")
 
     corpus = cmds.add_parser("corpus", help="play a spec's labelled matches into a corpus directory (resumable)")
     from testbed.lab.spec import builtin_spec_names
@@ -123,6 +124,14 @@ def add_lab_parser(sub: Any) -> None:
     fidelity.add_argument("--jobs", type=positive_int, default=1, help="worker processes decoding streams (1)")
     fidelity.add_argument("--json", action="store_true", help="print the figures as one JSON object")
 
+    trig = cmds.add_parser("trigger-table", help="measure the triggerbot detector's LOG_LR table and honest "
+                           "CUSUM-peak tail (threshold) on a corpus, beside the current constants")
+    trig.add_argument("dir")
+    trig.add_argument("--jobs", type=positive_int, default=1, help="worker processes decoding streams (1)")
+    trig.add_argument("--tail-from", type=float, default=6.0, metavar="X",
+                      help="fit the honest peak tail at x = X, X+1, ... (default 6)")
+    trig.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+
     sql = cmds.add_parser("sql", help="run a read-only SQL query over the corpus")
     sql.add_argument("dir")
     sql.add_argument("query")
@@ -134,7 +143,7 @@ def run_lab(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     handler = {"corpus": _corpus, "rerun": _rerun, "tune": _tune, "report": _report, "goals": _goals,
                "calibrate": _calibrate, "train-aimdetect": _train_aimdetect, "export": _export,
-               "sql": _sql, "fidelity": _fidelity}[args.lab_command]
+               "sql": _sql, "fidelity": _fidelity, "trigger-table": _trigger_table}[args.lab_command]
     try:
         return handler(args, out, err)
     except duckdb.IOException as exc:
@@ -554,6 +563,27 @@ def _fidelity(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     console.print(f"{result.players} honest players in {result.matches} matches. p10, p90: across players "
                   "(reaction times: p25, p75 of the reactions). CI: 95 % bootstrap over players. Within: "
                   "IW4MAdmin's mean ± its sd at the median hits per player (offset: ± sigma in ln).")
+    return 0
+
+
+def _trigger_table(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from testbed.lab.trigger_table import measure, tail_grid
+
+    store = _open_read(args.dir)
+    try:
+        try:
+            m = measure(store, jobs=args.jobs, xs=tail_grid(args.tail_from), on_match=lambda d, t: err.write(f"\rdecoded {d}/{t} streams"))
+        except ValueError as exc:
+            raise LabError(f"{args.dir}: {exc}") from exc
+    finally:
+        store.close()
+        err.write("\n")
+    if args.json:
+        out.write(json.dumps({"dir": args.dir, **m.to_json()}) + "\n")
+        return 0
+    from testbed.lab.trigger_table import print_measurement
+
+    print_measurement(m, args.dir, Console(file=out, width=80))
     return 0
 
 
