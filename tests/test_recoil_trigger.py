@@ -11,6 +11,7 @@ from anticheat.detectors.fire import FireDetector
 from anticheat.detectors.recoil import RecoilDetector
 from anticheat.detectors.trigger import (
     LOG_LR,
+    TAIL_SLOPE,
     TriggerConfig,
     TriggerDetector,
     range_band,
@@ -97,12 +98,13 @@ def run(det: TriggerDetector, skip: SkipBook, pattern: str) -> list[Detection]:
     return out
 
 
-def trigger_need(cfg: TriggerConfig | None = None) -> int:
+def trigger_need(cfg: TriggerConfig | None = None, *, after_shots: bool = False) -> int:
     """Shots of ``"T" * n`` (first contact every 0.5 s, a pistol: each prompt and following an
-    on-target shot, no aim samples: the last range band) the CUSUM needs to reach its threshold."""
+    on-target shot, no aim samples: the last range band) the CUSUM needs to reach its threshold;
+    ``after_shots``: the first of them is prompt too (it follows off-target shots)."""
     cfg = cfg or TriggerConfig()
     row = LOG_LR[range_band(None)]
-    n, s = 1, row[shot_category(True, True, False, False)]
+    n, s = 1, row[shot_category(True, True, after_shots, False)]
     while s < cfg.threshold:
         n, s = n + 1, s + row[shot_category(True, True, True, True)]
     return n
@@ -130,9 +132,12 @@ def test_honest_shooting_is_never_flagged() -> None:
 
 
 def test_off_target_shots_bank_no_credit() -> None:
-    # A player who starts firing only on first contact after many misses is caught as fast.
+    # A player who starts firing only on first contact after many misses is caught as fast as
+    # one who never missed: the misses' negative steps are not stored up against him.
     det = TriggerDetector()
-    assert run(det, book(), "." * 200 + "T" * trigger_need())
+    need = trigger_need(after_shots=True)
+    assert run(det, book(), "." * 200 + "T" * (need - 1)) == []
+    assert run(TriggerDetector(), book(), "." * 200 + "T" * need)
 
 
 def test_the_range_band_weighs_a_first_contact_streak() -> None:
@@ -153,7 +158,7 @@ def test_the_range_band_weighs_a_first_contact_streak() -> None:
 def test_the_threshold_reads_as_false_alarms_per_player_hour() -> None:
     one, ten = TriggerConfig(false_alarm_player_hours=1000.0), TriggerConfig(false_alarm_player_hours=10000.0)
     assert 20.0 < one.threshold < 30.0
-    assert ten.threshold - one.threshold == pytest.approx(math.log(10.0) / 0.441)
+    assert ten.threshold - one.threshold == pytest.approx(math.log(10.0) / TAIL_SLOPE)
     with pytest.raises(ValueError):
         TriggerConfig(false_alarm_player_hours=0.0)
 

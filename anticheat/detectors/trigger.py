@@ -24,13 +24,15 @@ skill per category (measured, see below). The per-shot ratios go into Page's CUS
 The threshold is set from a false-alarm rate in player-hours, but not from an i.i.d. run-length:
 honest shots come in streaks (long-range taps that all land on first contact), and the honest
 CUSUM peaks have a much heavier tail than an independent model predicts. Instead the tail was
-measured: on ``lab/standard`` (seeds 100000+, 159 honest player-matches, 26.7 honest
-player-hours, every skill and link class), the number of honest player-matches whose peak reached
-x, per player-hour, fits ``exp(TAIL_LOG_RATE - TAIL_SLOPE * x)`` for x = 6..14 (highest peak 14.5),
-so ``h = (TAIL_LOG_RATE + ln false_alarm_player_hours) / TAIL_SLOPE`` reads "one false alarm per
-``false_alarm_player_hours`` honest player-hours" (1,000: h = 23.8), an extrapolation of that fit.
-On the same corpus the four triggerbots (2 ``triggerbot``, 2 ``triggerbot_no_bait``) were flagged
-after 74, 5, 103 and 64 s of play with no honest detection. Re-measure (``referee lab
+measured: on ``lab/standard2`` (spec ``standard``, seeds 100000+, built with the honest aim
+model fitted to IW4MAdmin's hit mix; 160 honest player-matches, 26.7 honest player-hours, every
+skill and link class, link skips applied as live), the number of honest player-matches whose peak
+reached x, per player-hour, fits ``exp(TAIL_LOG_RATE - TAIL_SLOPE * x)`` for x = 6..14 (highest
+peak 14.6), so ``h = (TAIL_LOG_RATE + ln false_alarm_player_hours) / TAIL_SLOPE`` reads "one false
+alarm per ``false_alarm_player_hours`` honest player-hours" (1,000: h = 22.5), an extrapolation of
+that fit. On the same corpus the four triggerbots (2 ``triggerbot``, 2 ``triggerbot_no_bait``) were
+flagged after 25, 9, 73 and 110 s of play with no honest detection (the table measured on the old
+honest model's corpus gave 25, 9, 108 and 110 s there, and an honest peak of 17.3). Re-measure (``referee lab
 trigger-table DIR`` walks a corpus's streams through ``TriggerDetector.judge_shot`` and prints
 the table and the tail fit) when the aim model, ``first_contact`` or the range bands change. A
 shot that touched an AimDetect bait and no player is not judged: it is the bait's evidence, and as
@@ -67,20 +69,20 @@ RANGE_BANDS_M: tuple[float, ...] = (15.0, 30.0, 50.0)
 """Upper bounds (m) of the first range bands; beyond the last (or no visible enemy): the last band."""
 
 LOG_LR: tuple[tuple[float, ...], ...] = (
-    (-2.08, -0.97, 1.08, -0.10, -0.19, -0.14, 3.75, 1.31, 2.95),
-    (-1.96, -0.86, 0.93, -0.23, -0.21, -0.80, 2.44, 1.41, 2.20),
-    (-1.63, -1.19, 0.60, 0.26, 0.61, -0.68, 1.74, 2.33, 2.50),
-    (-1.47, -0.95, 0.62, 0.15, 0.53, -0.80, 1.41, 1.25, 1.79),
+    (-2.29, -0.74, 1.20, -1.36, -0.43, -0.04, 3.50, 1.31, 3.18),
+    (-2.05, -0.71, 0.92, -0.87, -0.09, -0.34, 2.25, 1.14, 2.15),
+    (-1.79, -1.01, 0.88, -0.50, 0.33, -0.72, 1.63, 1.82, 2.13),
+    (-1.72, -0.54, 0.55, -0.02, 0.09, -0.39, 1.42, 1.01, 2.24),
 )
 """ln(P(category | triggerbot) / P(category | honest)) per range band (rows) and category
-(columns, see the module docstring). Measured on ``lab/standard``: the triggerbots' rates pooled
+(columns, see the module docstring). Measured on ``lab/standard2`` (``referee lab trigger-table``): the triggerbots' rates pooled
 over the band and its neighbours; the honest rates the highest of the four skills per category,
 renormalised; both floored at 0.005 (rare categories)."""
 
-TAIL_LOG_RATE = 3.57
-TAIL_SLOPE = 0.441
+TAIL_LOG_RATE = 3.66
+TAIL_SLOPE = 0.469
 """The honest peak tail: player-matches per honest player-hour whose CUSUM peak reached x is
-exp(TAIL_LOG_RATE - TAIL_SLOPE * x) (fit on ``lab/standard``, x = 6..14)."""
+exp(TAIL_LOG_RATE - TAIL_SLOPE * x) (fit on ``lab/standard2``, x = 6..14)."""
 
 _WEAPON_INTERVAL_S = {int(w): spec.fire_interval_s for w, spec in WEAPONS.items()}
 
