@@ -48,7 +48,7 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 COMPILING_NOTICE = (
-    "referee: compiling numeric kernels (first start after install: up to a minute; "
+    "referee: compiling numeric kernels (first start after install: up to two minutes; "
     "later starts load them from cache)"
 )
 """Written on stderr before the first compile-heavy step of match, serve and bots when numba's
@@ -318,7 +318,7 @@ def _load_tolerances(path: str | None) -> dict[str, dict[str, Any]]:
 
 def _announce_compiling(command: str, err: TextIO) -> None:
     """Say on ``err`` that the kernels are being compiled when numba's cache of those that
-    ``command`` needs is cold (a cold start is otherwise silent for up to a minute); log at INFO
+    ``command`` needs is cold (a cold start is otherwise silent for up to two minutes); log at INFO
     that they load from the cache otherwise. Call it before the command's first heavy import."""
     from testbed.kernel_cache import COMMAND_KERNEL_MODULES, cold_modules
 
