@@ -537,6 +537,7 @@ class MovementValidator:
         geometry: MapGeometry,
         tick: int,
         now_s: float,
+        skipped_s: np.ndarray | None = None,
     ) -> list[ValidationResult]:
         """:meth:`validate` of consecutive batches, ``sizes[i]`` rows each, exactly as if it were
         called once per batch in order (a slot appears at most once per batch; a later batch sees
@@ -546,6 +547,11 @@ class MovementValidator:
         validates the rounds together: validation never feeds back into the simulation.
         ``auth_pos``: (N, 3) ``simulate``'s positions; the other arguments are :meth:`validate`'s
         over all N rows, batch after batch.
+
+        ``skipped_s``: optional (N,) seconds of the player's commands between its previous
+        claim and this row's that the server never applied (the timer check dropped them). The
+        claim's displacement spans them too, so the speed checks judge it over the command's
+        duration plus these: a client flushing its queue after a stall is corrected, not flagged.
         """
         cfg = self.config
         cap = self.capacity
@@ -565,6 +571,11 @@ class MovementValidator:
         if len(cmd) != k or auth.shape != (k, 3):
             raise ValueError("cmd and auth must hold one entry per slot")
         dt = np.ascontiguousarray(cmd.dt_s, dtype=np.float64)
+        if skipped_s is not None:
+            gap = np.asarray(skipped_s, dtype=np.float64)
+            if gap.shape != (k,) or not bool(np.all(np.isfinite(gap) & (gap >= 0.0))):
+                raise ValueError(f"skipped_s must be ({k},) finite non-negative seconds")
+            dt = dt + gap
         bounds: list[tuple[int, int]] = []
         a = 0
         for size in sizes:

@@ -222,13 +222,15 @@ def on_input(core: CoreState, session: ClientSession, msg: proto.Input, now_s: f
         return
     core.netstats.on_input(session.slot, msg.packet_seq, msg.client_time_s, msg.ack_tick, now_s)
     block = msg.command_block
-    too_new = session.commands_too_new
+    too_new, overflowed = session.commands_too_new, session.commands_overflowed
     new = session.queue(block, msg.shots, core.config.max_queued_commands)
     counters = core.counters
     counters["commands_received"] += new
     refused = session.commands_too_new - too_new
     if refused:
         core.rejections["command_too_new"] += refused
+    if session.commands_overflowed != overflowed:
+        core.rejections["queue_overflow"] += session.commands_overflowed - overflowed
     counters["commands_redundant"] += len(block) // proto.COMMAND_BYTES - new - refused
 
 

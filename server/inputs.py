@@ -25,6 +25,8 @@ from server.tick_commands import NO_ROWS, PITCH, Round, TickCommands, round_rows
 from world.weapons import WEAPONS
 
 _RELOAD = int(Buttons.RELOAD)
+_MAX_SKIPPED_S = 1.0
+"""At most this much time (s) of missing commands widens the judgement of the claim after them."""
 """An int, not the flag: ``int & IntFlag`` goes through the enum's Python operator."""
 _PENDING = int(Verdict.PENDING)
 """An int: comparing a numpy int8 with the IntEnum goes through the enum's Python operator."""
@@ -83,7 +85,7 @@ def apply_inputs(core: CoreState, now_s: float) -> list[PendingShot]:
     sessions = [s for s in core.by_slot.values() if s.queued]
     if not sessions:
         return []
-    taken = take_commands(core, sessions, now_s)
+    taken, missing = take_commands(core, sessions, now_s)
     if not any(taken):
         core.weapons.sync_to(core.world)
         return []
@@ -94,13 +96,17 @@ def apply_inputs(core: CoreState, now_s: float) -> list[PendingShot]:
         if k == moved:
             moved = simulate_rounds(core, rounds, k, commands)
         pending.extend(apply_round(core, round_, commands, now_s))
-    validate_moves(core, rounds, commands, now_s)
+    validate_moves(core, rounds, commands, now_s, missing)
     core.weapons.sync_to(core.world)
     return pending
 
 
-def take_commands(core: CoreState, sessions: list[ClientSession], now_s: float) -> list[list[bytes]]:
-    """Each session's command records to apply this tick (the timer check's share of its queue)."""
+def take_commands(
+    core: CoreState, sessions: list[ClientSession], now_s: float
+) -> tuple[list[list[bytes]], dict[int, list[int]]]:
+    """Each session's command records to apply this tick (the timer check's share of its queue),
+    and per slot with any, the sequence numbers missing before each taken command
+    (``ClientSession.missing_before``)."""
     for s in sessions:
         if s.last_applied_seq < 0:
             # The client's first commands: it may have learnt its spawn only now (a lost ACCEPT
@@ -113,13 +119,17 @@ def take_commands(core: CoreState, sessions: list[ClientSession], now_s: float) 
     )
     core._tick_events.extend(evidence)
     taken: list[list[bytes]] = []
+    missing: dict[int, list[int]] = {}
     for session, n_ok, n in zip(sessions, accepted.tolist(), counts, strict=True):
         if n_ok < n:
             core.rejections["timer_dropped"] += n - n_ok
+        gaps = session.missing_before(n - n_ok, n_ok)
+        if gaps is not None:
+            missing[session.slot] = gaps
         records = session.take(n_ok, drop_oldest=n - n_ok)
         session.commands_applied += len(records)
         taken.append(records)
-    return taken
+    return taken, missing
 
 
 def build_rounds(
@@ -243,12 +253,26 @@ def apply_round(core: CoreState, round_: Round, commands: TickCommands, now_s: f
     return pending
 
 
-def validate_moves(core: CoreState, rounds: list[Round], commands: TickCommands, now_s: float) -> None:
+def validate_moves(
+    core: CoreState, rounds: list[Round], commands: TickCommands, now_s: float, missing: dict[int, list[int]]
+) -> None:
     """Validate every round's claims (in round order, one validator call), send the
-    corrections, and put each round's movement evidence where the round left room for it."""
+    corrections, and put each round's movement evidence where the round left room for it.
+    ``missing``: per slot, the sequence numbers missing before each of its commands this tick."""
     moved = [r for r in rounds if r.live.size]
     if not moved:
         return
+    skipped: np.ndarray | None = None
+    if missing:
+        # A claim after missing commands (dropped by the timer or the queue, or lost) is displaced
+        # from the previous claim by their movement too: judged over their time as well, capped
+        # at a second (a stalled client's flush, not a licence to claim anything).
+        skipped = np.zeros(len(commands.slots))
+        for k, r in enumerate(rounds):
+            for i, session in enumerate(r.sessions):
+                gaps = missing.get(session.slot)
+                if gaps is not None and gaps[k]:
+                    skipped[r.start + i] = min(gaps[k] * core.tick_dt_s, _MAX_SKIPPED_S)
     columns = (commands.slots, commands.prev_pos, commands.prev_vel, commands.prev_ground, commands.pos,
                commands.claimed, commands.speed)
     if commands.all_alive:
@@ -258,10 +282,12 @@ def validate_moves(core: CoreState, rounds: list[Round], commands: TickCommands,
         rows = np.flatnonzero(commands.alive)
         move = commands.move if commands.move is not None else MoveCommands.from_block(commands.numbers[:, rows])
         columns = tuple(c[rows] for c in columns)
+        if skipped is not None:
+            skipped = skipped[rows]
     slots, prev_pos, prev_vel, prev_ground, pos, claimed, speed = columns
     verdicts = core.validator.validate_batches(
         [r.live.size for r in moved], slots, prev_pos, prev_vel, prev_ground, move, pos, claimed, speed,
-        core.geometry, core.tick, now_s,
+        core.geometry, core.tick, now_s, skipped,
     )
     resend_s = core.config.correction_resend_s
     placed: list[tuple[int, tuple[Any, ...]]] = []

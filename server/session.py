@@ -41,6 +41,8 @@ class ClientSession:
             replay window refuses far-ahead packets: one forged command numbered near 2**32
             would make every real command after it look applied already. The first command of
             a session may be anything.
+        commands_overflowed: commands dropped unapplied because more than the queue's limit
+            waited (the oldest go).
     """
 
     slot: int
@@ -66,6 +68,7 @@ class ClientSession:
     last_correction_s: float = -math.inf
     max_seq_jump: int = 2**32
     commands_too_new: int = 0
+    commands_overflowed: int = 0
 
     def queue(self, block: bytes, shots: tuple[Shot, ...], limit: int) -> int:
         """Queue the commands of a validated INPUT command block not seen before, and their shots;
@@ -104,7 +107,24 @@ class ClientSession:
         while len(queued) > limit:
             seq, _ = queued.popitem(last=False)
             self.shots.pop(seq, None)
+            self.commands_overflowed += 1
         return new
+
+    def missing_before(self, drop_oldest: int, n: int) -> list[int] | None:
+        """For the ``n`` commands :meth:`take` would return after dropping ``drop_oldest``: how
+        many sequence numbers are missing before each (since the last applied command, or the
+        one before it in the queue), or None when none is: dropped, overflowed or lost commands
+        whose movement the client's next claim includes. The first commands of a session have
+        nothing before them (0)."""
+        queued = self.queued
+        before = self.last_applied_seq
+        if not queued or n <= 0 or (not drop_oldest and next(reversed(queued)) - before == len(queued)):
+            return None
+        seqs = list(queued)[drop_oldest : drop_oldest + n]
+        gaps = [seq - prev - 1 for prev, seq in zip([before, *seqs], seqs)]
+        if before < 0:
+            gaps[0] = 0
+        return gaps if any(gaps) else None
 
     def _queue_each(self, block: bytes, seqs: tuple[int, ...]) -> int:
         """:meth:`queue`'s general case: every record checked, newest first; returns how many were new."""

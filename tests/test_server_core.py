@@ -603,6 +603,22 @@ def test_session_queue_limit_and_shots() -> None:
     assert s.shots == {3: [shot]} and list(s.queued) == [3, 4, 5]
     assert s.queue(_block(6, 7, 8), (), 3) == 3
     assert list(s.queued) == [6, 7, 8] and s.shots == {}
+    assert s.commands_overflowed == 5  # 1, 2, 3, 4 and 5 went unapplied
+
+
+def test_session_names_the_commands_missing_before_each_taken_one() -> None:
+    s = _session()
+    s.queue(_block(1, 2, 3), (), 16)
+    assert s.missing_before(0, 3) is None  # a session's first commands have nothing before them
+    s.take(3, 0)
+    s.queue(_block(4, 5), (), 16)
+    assert s.missing_before(0, 2) is None
+    assert s.missing_before(1, 1) == [1]  # the timer drops 4: one missing before 5
+    s.take(2, 0)
+    s.queue(_block(8, 9), (), 16)  # 6 and 7 lost
+    s.queue(_block(11), (), 16)  # 10 lost
+    assert s.missing_before(0, 3) == [2, 0, 1]
+    assert s.missing_before(1, 2) == [3, 1]
 
 
 def test_redundant_commands_are_applied_once_through_the_core() -> None:

@@ -553,3 +553,29 @@ def test_timer_names_slot_faults_first() -> None:
                 timer.on_commands_batch(slots, counts, dt, now)
     accepted, _ = timer.on_commands_batch(np.array([2, 0, 3]), np.array([1, 0, 2]), np.array([DT, 2 * DT, DT]), 0.0)
     assert accepted.tolist() == [1, 0, 2]
+
+
+def test_a_claim_after_missing_commands_is_judged_over_their_time_too(wall_geometry: MapGeometry) -> None:
+    """Running at full speed, the client's commands 2-4 never reach the server: its claim after
+    command 5 is four steps from its last judged claim. Over one command that is four times the
+    top speed (evidence); over the five commands' time it is the honest speed (a correction only,
+    since the server moved the player one step)."""
+    def run(skipped: float | None) -> tuple[MovementEvidence, ...]:
+        server = Server(wall_geometry, np.array([[-50.0, -60.0, 0.0]]))
+        for _ in range(64):
+            server.step(run_forward())
+        v = server.validator
+        cmd = run_forward()
+        res = simulate(server.pos, server.vel, server.on_ground, server.stance, cmd, SPEED, wall_geometry)
+        step = res.pos - server.pos
+        claim = server.client + 5 * step
+        gap = None if skipped is None else np.array([skipped])
+        out = v.validate_batches([1], server.slots, server.pos, server.vel, server.on_ground, cmd, res.pos, claim, SPEED,
+                                 wall_geometry, 64, 1.0, gap)[0]
+        assert out.setback.all()  # the server is one step on, the client five
+        return out.evidence
+
+    assert [e.kind for e in run(None)] == [MovementKind.SPEED]
+    assert run(4 * DT) == ()
+    with pytest.raises(ValueError, match="skipped_s"):
+        run(float("nan"))
