@@ -56,6 +56,9 @@ class AimSample:
             server sends like an enemy player's, always out of the player's line of sight; each
             placement a new number), or None; phantom_angle_deg: angle between the view and its
             chest (deg, 180 without one). Defaults as for the hidden target.
+        view_time_s: the server time the client was rendering when it sampled the command (s,
+            the command's ``view_time_s``), None in recordings made before it was kept. Its
+            advance between two commands is how long the client's frame took: a hitch shows.
     """
 
     player: int
@@ -81,6 +84,7 @@ class AimSample:
     hidden_angle_deg: float = 180.0
     phantom: int | None = None
     phantom_angle_deg: float = 180.0
+    view_time_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,7 @@ _AIM_FIELDS = (
     "player", "tick", "time_s", "seq", "yaw_deg", "pitch_deg", "recoil_pitch_deg", "recoil_yaw_deg",
     "server_punch_pitch_deg", "server_punch_yaw_deg", "buttons", "weapon", "weapon_switch", "stance", "on_ground",
     "speed_m_s", "target", "target_angle_deg", "target_distance_m", "hidden_target", "hidden_angle_deg",
-    "phantom", "phantom_angle_deg",
+    "phantom", "phantom_angle_deg", "view_time_s",
 )
 if tuple(f.name for f in fields(AimSample)) != _AIM_FIELDS or hasattr(AimSample, "__post_init__"):  # pragma: no cover
     raise AssertionError("AimSample changed: update server.aim_samples.append_aim_samples and _aim_sample")
@@ -111,15 +111,15 @@ def append_aim_samples(
     # counts, and a tick makes ~190 samples.
     c = commands
     for (session, seq, yaw, pitch, rp, ry, buttons, switch, pp, py, sp, ang, dst, tgt, held, st, ground, hid,
-         hang, ph, phang) in zip(
+         hang, ph, phang, vt) in zip(
         round_.sessions, c.seq[a:b], c.view_yaw[a:b], c.view_pitch[a:b], c.recoil_pitch[a:b], c.recoil_yaw[a:b],
         c.buttons[a:b], c.switch[a:b], wpn.punch_pitch_deg[slots].tolist(), wpn.punch_yaw_deg[slots].tolist(),
         speed, angle, distance, target_slot, wpn.weapon[slots].tolist(), stance, on_ground, hidden_slot,
-        hidden_angle, phantom, phantom_angle, strict=True,
+        hidden_angle, phantom, phantom_angle, c.view_time[a:b], strict=True,
     ):
         sample = make(
             session.slot, tick, now_s, seq, yaw, pitch, rp, ry, pp, py, buttons, held, switch, st, ground, sp,
-            tgt if tgt >= 0 else None, ang, dst, hid if hid >= 0 else None, hang, ph, phang,
+            tgt if tgt >= 0 else None, ang, dst, hid if hid >= 0 else None, hang, ph, phang, vt,
         )
         session.last_aim = sample
         events.append(sample)

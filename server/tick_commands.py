@@ -34,8 +34,8 @@ class TickCommands:
         slots, times: (N,) player slot and command clock after the command (s).
         numbers: (6, N) duration_s, forward, side, yaw_deg, pitch_deg and buttons: what movement
             reads. claimed: (N, 3) claimed positions (m).
-        seq, view_yaw, view_pitch, recoil_pitch, recoil_yaw, buttons, switch: per row, those
-            fields as Python values (they go into AimSamples; angles in deg).
+        seq, view_time, view_yaw, view_pitch, recoil_pitch, recoil_yaw, buttons, switch: per row,
+            those fields as Python values (they go into AimSamples; s and deg).
         yaw: (N,) the view yaw as the world keeps it, in [-180, 180) (deg).
         alive: (N,) the player is alive (so its command moves it); all_alive: all are.
         cos_sin: (2, 2, N) cos and sin of yaw and pitch (radians).
@@ -76,6 +76,7 @@ class TickCommands:
         "times",
         "vel",
         "view_pitch",
+        "view_time",
         "view_yaw",
         "words",
         "yaw",
@@ -97,6 +98,7 @@ class TickCommands:
         command_columns(words, halves, order, self.numbers, self.claimed, self.yaw, rad, ints, floats)
         self.seq, self.buttons, self.switch = ints.tolist()
         self.view_yaw, self.view_pitch, self.recoil_pitch, self.recoil_yaw = floats.tolist()
+        self.view_time: list[float] = words[order, proto.CMD_VIEW_TIME].tolist()
         # Alive or dead stays as it was for the whole phase: kills come with the shots, after it.
         self.alive = world.alive[self.slots]
         self.all_alive = bool(self.alive.all())

@@ -124,3 +124,21 @@ def test_after_a_spawn_the_adoption_of_the_spawn_view_is_no_flick_but_a_snap_fro
     old.on_spawn(SpawnEvent(player=0, tick=600, time_s=600 * DT), book)
     assert _feed(old, [_sample(615, 92.0, 60.0), _sample(616, 137.0, 0.2)], book) == []
     assert old.scores(0) == {"locked_flick": 0.0}
+
+
+def test_a_lock_after_a_client_hitch_is_not_judged() -> None:
+    """The client rendered 0.1 s (then 0.3 s) later in its next command than in the one before: a
+    frozen frame, whose mouse movement all lands in one command. Two such locks make nothing; the
+    same locks over a steadily advancing view time are a detection."""
+    from dataclasses import replace
+
+    def snap(seq: int, from_yaw: float, to_yaw: float, frame_s: float) -> list[AimSample]:
+        before, after = _snap(seq, from_yaw, to_yaw)
+        return [replace(before, view_time_s=before.time_s - 0.1), replace(after, view_time_s=before.time_s - 0.1 + frame_s)]
+
+    det, book = AimSnapDetector(), _book()
+    assert _feed(det, snap(200, 0.0, 90.0, 0.1) + snap(200 + 64 * 30, 90.0, -150.0, 0.3), book) == []
+    assert det.skip_counts() == {"client_hitch": 2}
+    assert len(_feed(det, snap(200 + 64 * 40, 0.0, 90.0, DT) + snap(200 + 64 * 50, 90.0, 0.0, DT), book)) == 1
+    with pytest.raises(ValueError):
+        AimSnapConfig(hitch_s=0.0)

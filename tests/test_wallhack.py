@@ -83,13 +83,15 @@ def _sample(t: float, yaw: float, *, hidden: int | None = None, hidden_deg: floa
 def test_codec_round_trips_the_hidden_fields_and_decodes_records_from_before_them() -> None:
     sample = _sample(1.0, 10.0, hidden=3, hidden_deg=2.5, target=4, target_deg=7.0)
     record = encode_event(sample)
-    assert record[-4:] == [3, 2.5, None, 180.0]
+    assert record[-5:] == [3, 2.5, None, 180.0, None]
     assert decode_event(record) == sample
     assert decode_event(encode_event(_sample(1.0, 10.0))) == _sample(1.0, 10.0)
-    old = record[:-4]  # an AimSample as recorded before the hidden (and phantom) fields existed
+    old = record[:-5]  # an AimSample as recorded before the hidden (phantom, view time) fields existed
     decoded = decode_event(old)
-    assert decoded.hidden_target is None and decoded.hidden_angle_deg == 180.0
+    assert decoded.hidden_target is None and decoded.hidden_angle_deg == 180.0 and decoded.view_time_s is None
     assert dataclasses.replace(decoded, hidden_target=3, hidden_angle_deg=2.5) == sample
+    timed = dataclasses.replace(sample, view_time_s=0.875)
+    assert decode_event(encode_event(timed)) == timed
 
 
 def _skip() -> SkipBook:

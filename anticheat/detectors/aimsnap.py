@@ -22,6 +22,14 @@ onto an enemy from the spawn view (or straight from the last life's view) is jud
 else. A rage aimbot's first lock, a fifth of a second into its life, counts. Recordings without
 the spawn view leave the whole grace unjudged.
 
+A client that hitches (a frozen frame, a starved process) turns the view by everything the mouse
+moved during the hitch in its next command, and a human flick finished meanwhile lands on the
+target: one command, a whole flick. The command's view time (``AimSample.view_time_s``, the server
+time the client rendered) shows the hitch, so a turn after the view time advanced more than
+``hitch_s`` is not judged (counted as ``client_hitch``). Honest clients on a loaded machine made
+such locks (two in 36 s: a KICK); an aimbot would have to stall its own view time before each lock
+to hide it, which delays what it sees by as much.
+
 Measured on the standard lab corpus (16 matches of 600 s, seeds 100000+; 26.7 honest player-hours
 of every skill on 20-300 ms links with up to 5 % loss): honest players made **0** locked flicks at
 20 deg and 6 deg (and 0 at 15 deg and 3 deg; the first appear at 10 deg and 3 deg, 6 in 26.7 h,
@@ -39,7 +47,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -64,6 +72,8 @@ class AimSnapConfig:
         on_deg: the crosshair lands this close to the nearest visible enemy's chest (deg).
         spawn_grace_s: this soon after the player's spawn (s), a turn must also be ``min_turn_deg``
             away from the spawn view (unjudged when the spawn view is unknown).
+        hitch_s: a command whose view time advanced more than this past the previous command's
+            (s) follows a client hitch and is not judged (0.05 s: over three commands at 64 Hz).
         min_events, window_s: a detection when this many locked flicks fall within the window (s).
         severity: of the Detection.
     """
@@ -71,6 +81,7 @@ class AimSnapConfig:
     min_turn_deg: float = searched(20.0, 10.0, 45.0)
     on_deg: float = searched(6.0, 2.0, 10.0)
     spawn_grace_s: float = 1.0
+    hitch_s: float = 0.05
     min_events: int = 2
     window_s: float = searched(60.0, 10.0, 300.0)
     severity: float = 0.9
@@ -78,8 +89,8 @@ class AimSnapConfig:
     def __post_init__(self) -> None:
         if not (0.0 < self.on_deg < self.min_turn_deg <= 180.0):
             raise ValueError("need 0 < on_deg < min_turn_deg <= 180")
-        if self.min_events < 1 or not self.window_s > 0.0 or self.spawn_grace_s < 0.0:
-            raise ValueError("need min_events >= 1, window_s > 0 and spawn_grace_s >= 0")
+        if self.min_events < 1 or not self.window_s > 0.0 or self.spawn_grace_s < 0.0 or not self.hitch_s > 0.0:
+            raise ValueError("need min_events >= 1, window_s > 0, spawn_grace_s >= 0 and hitch_s > 0")
 
 
 def honest_false_alarms_per_hour(honest_per_h: float, config: AimSnapConfig) -> float:
@@ -100,6 +111,11 @@ class AimSnapDetector(Detector):
         self._spawned: dict[int, SpawnEvent] = {}
         self._flicks: dict[int, deque[float]] = {}
         self._total: dict[int, int] = {}
+        self.skipped: Counter[str] = Counter()
+
+    def skip_counts(self) -> Mapping[str, int]:
+        """Locked flicks not judged, per reason (``client_hitch``)."""
+        return dict(self.skipped)
 
     def reset_player(self, player: int) -> None:
         for table in (self._last, self._spawned, self._flicks, self._total):
@@ -133,6 +149,10 @@ class AimSnapDetector(Detector):
                 return NO_DETECTIONS
             turn = min(turn, angular_step_deg(spawn.yaw_deg, spawn.pitch_deg, sample.yaw_deg, sample.pitch_deg))
         if turn < cfg.min_turn_deg or skip.player_reason(player) is SkipReason.EXEMPT:
+            return NO_DETECTIONS
+        if (sample.view_time_s is not None and prev.view_time_s is not None
+                and sample.view_time_s - prev.view_time_s > cfg.hitch_s):
+            self.skipped["client_hitch"] += 1
             return NO_DETECTIONS
         self._total[player] += 1
         window = self._flicks.setdefault(player, deque())

@@ -43,6 +43,7 @@ from server.protocol.codes import (
 from server.protocol.commands import (
     CMD_BUTTONS,
     CMD_DURATION,
+    CMD_VIEW_TIME,
     CMD_FORWARD,
     CMD_PITCH,
     CMD_POS,
@@ -91,7 +92,7 @@ from server.protocol.messages import (
 
 __all__ = [
     "CLIENT_TYPES", "CMD_BUTTONS", "CMD_DURATION", "CMD_FORWARD", "CMD_PITCH", "CMD_POS", "CMD_RECOIL_PITCH",
-    "CMD_RECOIL_YAW", "CMD_SEQ", "CMD_SIDE", "CMD_SWITCH", "CMD_YAW", "COMMAND_BYTES", "COMMAND_STRUCT",
+    "CMD_RECOIL_YAW", "CMD_SEQ", "CMD_SIDE", "CMD_SWITCH", "CMD_VIEW_TIME", "CMD_YAW", "COMMAND_BYTES", "COMMAND_STRUCT",
     "COOKIE_BYTES", "DEFAULT_LIMITS", "MESSAGE_TYPE", "NONCE_BYTES", "PROTOCOL_VERSION", "SERVER_TYPES",
     "TOKEN_BYTES", "U32_MAX", "UNAUTHENTICATED_TYPES", "Accept", "AcceptLimits", "Challenge", "ChallengeResponse",
     "ClientMessage", "Command", "Connect", "Correction", "Disconnect", "DisconnectCode", "Input", "Message",

@@ -138,20 +138,20 @@ def command_record(block: bytes, index: int) -> bytes:
     return bytes(block[offset : offset + COMMAND_BYTES])
 
 
-CMD_DURATION, CMD_FORWARD, CMD_SIDE, CMD_YAW, CMD_PITCH, CMD_RECOIL_PITCH, CMD_RECOIL_YAW, CMD_POS = (
-    2, 3, 4, 5, 6, 8, 9, 10
+CMD_VIEW_TIME, CMD_DURATION, CMD_FORWARD, CMD_SIDE, CMD_YAW, CMD_PITCH, CMD_RECOIL_PITCH, CMD_RECOIL_YAW, CMD_POS = (
+    1, 2, 3, 4, 5, 6, 8, 9, 10
 )
 """Word (8-byte) index of each float field in a command record, as :func:`command_arrays` reads it
 (``pos`` takes words 10-12)."""
 CMD_SEQ, CMD_BUTTONS, CMD_SWITCH = 0, 14, 15
 """Half-word (4-byte) index of the integer fields seq, buttons and weapon_switch in a record."""
-if (CMD_RECOIL_PITCH * 8, CMD_POS * 8, CMD_BUTTONS * 4, CMD_SWITCH * 4) != (64, 80, 56, 60):  # pragma: no cover
+if (CMD_VIEW_TIME * 8, CMD_RECOIL_PITCH * 8, CMD_POS * 8, CMD_BUTTONS * 4, CMD_SWITCH * 4) != (8, 64, 80, 56, 60):  # pragma: no cover
     raise AssertionError("command record layout no longer matches its word indices")
 
 
 def command_arrays(records: bytes) -> tuple[np.ndarray, np.ndarray]:
     """Command records back to back (N * COMMAND_BYTES bytes) as two read-only views of the same
-    bytes: (N, 13) float64 words (index them with ``CMD_DURATION`` ... ``CMD_POS``) and (N, 26)
+    bytes: (N, 13) float64 words (index them with ``CMD_VIEW_TIME`` ... ``CMD_POS``) and (N, 26)
     uint32 halves (``CMD_SEQ``, ``CMD_BUTTONS``, ``CMD_SWITCH``). The values are exactly those of
     :func:`unpack_command`."""
     n = len(records) // COMMAND_BYTES
