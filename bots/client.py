@@ -246,6 +246,8 @@ class ClientStats:
         pings, pongs: PING sent, PONG matched; rtt_s: smoothed round trip (s), None before one.
         held_datagrams: datagrams held back by the fake-lag hook.
         deaths, spawns: own life-state transitions seen in snapshots.
+        ticks_skipped: client ticks never played because the driver called ``step`` more than
+            ``max_behind_s`` late (a starved process): no command covers them.
     """
 
     name: str
@@ -277,6 +279,7 @@ class ClientStats:
     held_datagrams: int
     deaths: int
     spawns: int
+    ticks_skipped: int
 
 
 class _WeaponMark(NamedTuple):
@@ -404,7 +407,7 @@ class BotClient:
             ("datagrams_sent", "bytes_sent", "datagrams_received", "bytes_received", "bad_datagrams",
              "unexpected", "send_errors", "handshake_attempts", "commands", "inputs", "shots_sent",
              "shots_dropped", "snapshots", "snapshot_parts", "stale_snapshots", "corrections", "pings",
-             "pongs", "held_datagrams", "deaths", "spawns"),
+             "pongs", "held_datagrams", "deaths", "spawns", "ticks_skipped"),
             0,
         )
         self._bad_by_reason: dict[str, int] = {}
@@ -762,7 +765,11 @@ class BotClient:
             return out  # early call (a flush): the tick is not due yet
         dt = 1.0 / self._tick_rate
         nxt = (self._next_step_s if self._next_step_s is not None else now_s) + dt
-        self._next_step_s = nxt if nxt > now_s - self.config.max_behind_s else now_s + dt
+        if nxt > now_s - self.config.max_behind_s:
+            self._next_step_s = nxt
+        else:
+            self._c["ticks_skipped"] += int((now_s - nxt) / dt) + 1
+            self._next_step_s = now_s + dt
         out += self._game_step(now_s, dt)
         return self._release(out, now_s)
 

@@ -10,7 +10,7 @@ like a real server and its clients.
 Handshake over a pipe: the child builds its bots (the slow part: imports, maps, navigation
 graphs) and reports ``ready``; the parent then starts the server and sends ``go`` with the
 server's address; the child plays for the scenario's duration and reports ``done`` with each
-group's client statistics, or ``error`` with a message.
+group's totals (``bot_totals``: bots, commands, ticks skipped), or ``error`` with a message.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from testbed.bot_factory import DefaultBotFactory
 from testbed.link_proxy import LinkProxy, ProxyConfig
 from testbed.scenario import Scenario
 
-__all__ = ["BotProcess", "BotProcessError"]
+__all__ = ["BotProcess", "BotProcessError", "bot_totals"]
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +99,15 @@ async def _play(scenario: Scenario, upstream: Address, link_seeds: Sequence[int]
             log.error("bot group %d failed: %r", g, r)
             out.append(None)
         else:
-            out.append(len(r))
+            out.append(bot_totals(r))
     return out
+
+
+def bot_totals(stats: Sequence[Any]) -> dict[str, int]:
+    """A group's ``bots.client.ClientStats`` summed: bots, commands sent, ticks skipped (a
+    starved process plays fewer ticks than real time asks for)."""
+    return {"bots": len(stats), "commands": sum(s.commands for s in stats),
+            "ticks_skipped": sum(s.ticks_skipped for s in stats)}
 
 
 class BotProcess:

@@ -398,7 +398,7 @@ def _cmd_match(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from testbed.bot_factory import scenario_profiles
     from testbed.bot_process import BotProcessError
     from testbed.match import run_udp, run_virtual
-    from testbed.report import render_table, summary_line
+    from testbed.report import bot_lag_warning, render_table, summary_line
     from testbed.scenario import ScenarioError, default_scenario, load_scenario
 
     profiles = default_registry()
@@ -432,12 +432,17 @@ def _cmd_match(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             progress.done()
     # Profiles named by module:callable are unknown to the registry by their labels.
     result = result.with_profiles(scenario_profiles(scenario, profiles))
+    warning = bot_lag_warning(result)
     if args.json:
         out.write(result.to_json_line() + "\n")
+        if warning is not None:
+            err.write(f"referee: {warning}\n")
     else:
         console = _console(out)
         console.print(render_table(result, wide=args.wide))
         console.print(summary_line(result))
+        if warning is not None:
+            console.print(warning, style="bold yellow")
         if result.replay:
             console.print(f"replay written to {result.replay}")
     return EXIT_OK

@@ -52,7 +52,7 @@ from server.player_sessions import PlayerSessions
 from server.recording import ReplayWriter
 from server.transport import TransportConfig, UdpServer
 from testbed.bot_factory import BotFactory, DefaultBotFactory
-from testbed.bot_process import BotProcess, BotProcessError
+from testbed.bot_process import BotProcess, BotProcessError, bot_totals
 from testbed.link_proxy import LinkProxy, ProxyConfig
 from testbed.report import NO_SANCTION, DetectionRecord, MatchResult, PlayerResult, detection_counts
 from testbed.scenario import Scenario, ScenarioError, thaw
@@ -541,9 +541,14 @@ async def run_udp(
             if progress_task is not None:
                 progress_task.cancel()
                 await asyncio.gather(progress_task, return_exceptions=True)
+            totals = []
             for g, r in enumerate(results):
                 if isinstance(r, BaseException) or r is None:
                     log.error("bot group %d failed: %r", g, r)
+                else:
+                    totals.append(r if isinstance(r, dict) else bot_totals(r))
+            stats["bot_commands"] = sum(t["commands"] for t in totals)
+            stats["bot_ticks_skipped"] = sum(t["ticks_skipped"] for t in totals)
     except BaseException:
         if child is not None:
             child.stop()

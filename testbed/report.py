@@ -28,7 +28,9 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["DetectionCount", "DetectionRecord", "MatchResult", "PlayerResult", "render_table", "summary_line"]
+__all__ = [
+    "DetectionCount", "DetectionRecord", "MatchResult", "PlayerResult", "bot_lag_warning", "render_table", "summary_line",
+]
 
 NO_SANCTION = "none"
 
@@ -419,6 +421,25 @@ def summary_line(result: MatchResult) -> str:
         f"{result.mode} match {result.duration_s:.1f} s in {result.wall_s:.1f} s wall{speed_text}: "
         f"{kills} kills, {detections} detections"
     )
+
+
+BOT_LAG_WARN_SHARE = 0.01
+"""A UDP match whose bots skipped more than this share of their ticks gets a warning."""
+
+
+def bot_lag_warning(result: MatchResult) -> str | None:
+    """A warning when the bots of a UDP match fell behind real time (a starved process skips
+    client ticks), else None: what they played, and what the detectors made of it, is then not
+    what those players on those links would give."""
+    udp = result.server.get("udp") or {}
+    skipped, commands = udp.get("bot_ticks_skipped"), udp.get("bot_commands")
+    if not skipped or commands is None:
+        return None
+    share = skipped / (skipped + commands)
+    if share <= BOT_LAG_WARN_SHARE:
+        return None
+    return (f"warning: the bots fell behind real time and skipped {share:.0%} of their ticks (this machine is "
+            "busy): their play and these detections are not representative; rerun on an idle machine")
 
 
 def detection_counts(rows: Sequence[tuple[str, str, float]]) -> tuple[DetectionCount, ...]:

@@ -435,6 +435,23 @@ def test_input_carries_last_four_commands(game_map: GameMap, geometry: MapGeomet
     assert 0 <= client.stats.commands - inputs[-1].commands[-1].seq <= 2  # the rest in flight
 
 
+def test_a_late_driver_skips_ticks_and_counts_them(game_map: GameMap, geometry: MapGeometry) -> None:
+    """A step called within ``max_behind_s`` of its tick leaves the next tick due at once (the
+    driver catches up); one 0.5 s late skips the ticks in between and counts them."""
+    server = FakeServer(game_map, geometry)
+    client = make_client(game_map, geometry, ScriptBrain())
+    run(server, [client], 1.0)
+    assert client.connected and client.stats.ticks_skipped == 0
+    due = client.next_step_s
+    assert due is not None
+    client.step(due + 0.05)
+    assert client.next_step_s == pytest.approx(due + DT) and client.stats.ticks_skipped == 0
+    late = client.next_step_s + 0.5
+    client.step(late)
+    assert client.next_step_s == pytest.approx(late + DT)
+    assert client.stats.ticks_skipped == pytest.approx(0.5 / DT, abs=1)
+
+
 def test_burst_loss_of_three_packets_loses_no_command(game_map: GameMap, geometry: MapGeometry) -> None:
     """30 % uplink loss in bursts of 3 INPUTs: every command still arrives (4-fold redundancy)."""
     server = FakeServer(game_map, geometry)

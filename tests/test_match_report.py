@@ -19,7 +19,7 @@ from testbed.bot_factory import DefaultBotFactory
 from testbed.cli import _server_table, main
 from testbed.evaluation import CheaterOutcome, EvaluationReport, ScenarioOutcome, render_evaluation
 from testbed.match import run_virtual
-from testbed.report import DetectionCount, MatchResult, PlayerResult, render_table
+from testbed.report import DetectionCount, MatchResult, PlayerResult, bot_lag_warning, render_table
 from testbed.scenario import builtin_scenario
 from tests.server_harness import ScriptedClient, make_core, run_ticks
 
@@ -139,6 +139,18 @@ def _many_detections_result() -> MatchResult:
     ]
     return MatchResult("cheat_smooth_aimbot_long_scenario", "builtin", "virtual", "corridors", 123456, 64, 60.0,
                        2.0, tuple(players))
+
+
+def test_a_udp_match_whose_bots_fell_behind_says_so() -> None:
+    from dataclasses import replace
+
+    base = _many_detections_result()
+    assert bot_lag_warning(base) is None  # virtual time: nothing to fall behind
+    on_time = replace(base, server={"udp": {"bot_commands": 100_000, "bot_ticks_skipped": 500}})
+    assert bot_lag_warning(on_time) is None  # 0.5 %: a scheduler hiccup or two
+    starved = replace(base, server={"udp": {"bot_commands": 30_000, "bot_ticks_skipped": 70_000}})
+    warning = bot_lag_warning(starved)
+    assert warning is not None and "skipped 70% of their ticks" in warning
 
 
 def _lines(renderable: Any, width: int) -> list[str]:
