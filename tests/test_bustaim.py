@@ -116,7 +116,7 @@ def test_default_ranges_are_normal_plus_ten() -> None:
 
 
 def test_continuous_shots_warn_at_every_multiple_of_ten() -> None:
-    det = BustAim()
+    det = BustAim(BustAimConfig(max_continuous_shots=10))
     calls: list[tuple[int, int, int, int]] = []
     det.on_suspected.append(lambda *a: calls.append(a))
     dets = run(det, [shot(t) for t in range(1, 21)])
@@ -311,7 +311,7 @@ def test_wstats_ring_keeps_the_last_three() -> None:
 
 
 def test_failing_callback_does_not_break_detection() -> None:
-    det = BustAim()
+    det = BustAim(BustAimConfig(max_continuous_shots=10))
 
     def boom(*_: int) -> None:
         raise RuntimeError("operator hook bug")

@@ -22,6 +22,10 @@ P = 3
 PISTOL = int(WeaponId.PISTOL)
 C, J, S, LL = int(Buttons.CROUCH), int(Buttons.JUMP), int(Buttons.SPRINT), int(Buttons.LEAN_LEFT)
 
+ORIGINAL = CbugConfig(threshold=10.0)
+"""The include's own threshold (ours is 20, measured on honest play): the scores these tests build
+are the original's."""
+
 
 def book(rtt_ms: float = 40.0) -> SkipBook:
     sk = SkipBook()
@@ -76,7 +80,7 @@ class Feed:
 
 
 def test_classic_cbug_is_detected_after_three_sequences() -> None:
-    feed = Feed(CbugDetector())
+    feed = Feed(CbugDetector(ORIGINAL))
     for i in range(3):
         feed.classic_cycle(0.3 * i)
     assert len(feed.detections) == 1
@@ -88,7 +92,7 @@ def test_classic_cbug_is_detected_after_three_sequences() -> None:
 
 
 def test_honest_shooting_is_never_detected() -> None:
-    feed = Feed(CbugDetector())
+    feed = Feed(CbugDetector(ORIGINAL))
     t = 0.0
     for _ in range(30):
         feed.fire(t)
@@ -105,7 +109,7 @@ def test_honest_shooting_is_never_detected() -> None:
 
 
 def test_cooldown_blocks_a_second_detection_within_1500_ms() -> None:
-    feed = Feed(CbugDetector())
+    feed = Feed(CbugDetector(ORIGINAL))
     for i in range(14):
         feed.classic_cycle(0.3 * i)
     times = [d.time_s for d in feed.detections]
@@ -115,7 +119,7 @@ def test_cooldown_blocks_a_second_detection_within_1500_ms() -> None:
 
 
 def test_score_decays_half_a_point_per_second() -> None:
-    feed = Feed(CbugDetector())
+    feed = Feed(CbugDetector(ORIGINAL))
     feed.classic_cycle(0.0)
     assert feed.det.score(P) == pytest.approx(4.0)
     feed.classic_cycle(1.0)
@@ -123,7 +127,7 @@ def test_score_decays_half_a_point_per_second() -> None:
 
 
 def test_idle_reset_after_two_seconds_without_a_suspicious_action() -> None:
-    feed = Feed(CbugDetector())
+    feed = Feed(CbugDetector(ORIGINAL))
     feed.classic_cycle(0.0)
     feed.classic_cycle(2.5)  # 2.45 s after the last crouch: the old score is gone, not just decayed
     assert feed.det.score(P) == pytest.approx(4.0)
@@ -133,7 +137,7 @@ def test_idle_reset_after_two_seconds_without_a_suspicious_action() -> None:
 @pytest.mark.parametrize(("rtt", "rapid"), [(0.0, False), (500.0, True)])
 def test_ping_widens_the_rapid_shot_window(rtt: float, rapid: bool) -> None:
     # 200 ms + 500 ms * 0.01 = 205 ms: a 203 ms interval is rapid only for the high-ping player.
-    feed = Feed(CbugDetector(), book(rtt))
+    feed = Feed(CbugDetector(ORIGINAL), book(rtt))
     feed.fire(0.0)
     feed.fire(0.203)
     assert ("rapid_shots" in feed.det.contributions(P)) is rapid
@@ -141,7 +145,7 @@ def test_ping_widens_the_rapid_shot_window(rtt: float, rapid: bool) -> None:
 
 @pytest.mark.parametrize(("rtt", "counted"), [(0.0, False), (500.0, True)])
 def test_ping_widens_the_sequence_window(rtt: float, counted: bool) -> None:
-    feed = Feed(CbugDetector(), book(rtt))
+    feed = Feed(CbugDetector(ORIGINAL), book(rtt))
     feed.fire(0.0)
     feed.cmd(1.503, C)
     assert (feed.det.score(P) > 0.0) is counted
@@ -149,7 +153,7 @@ def test_ping_widens_the_sequence_window(rtt: float, counted: bool) -> None:
 
 def test_jumpbug_and_run_bug_weights_reach_the_score() -> None:
     # Jumpbug: crouch pressed while airborne.
-    feed = Feed(CbugDetector())
+    feed = Feed(CbugDetector(ORIGINAL))
     feed.fire(0.0)
     feed.cmd(0.05, J | C, on_ground=False)
     assert feed.det.contributions(P) == {"jumpbug": 3.5}
@@ -159,7 +163,7 @@ def test_jumpbug_and_run_bug_weights_reach_the_score() -> None:
     heavy.cmd(0.05, J | C, on_ground=False)
     assert heavy.det.score(P) == pytest.approx(7.0)
     # Run bug: crouch pressed while sprint is already held.
-    feed = Feed(CbugDetector())
+    feed = Feed(CbugDetector(ORIGINAL))
     feed.fire(0.0)
     feed.cmd(0.02, S)
     feed.cmd(0.05, S | C)
@@ -172,7 +176,7 @@ def test_jumpbug_and_run_bug_weights_reach_the_score() -> None:
 
 
 def test_jumpbugs_alone_are_detected() -> None:
-    feed = Feed(CbugDetector())
+    feed = Feed(CbugDetector(ORIGINAL))
     for i in range(4):
         t = 0.3 * i
         feed.fire(t)
@@ -182,18 +186,18 @@ def test_jumpbugs_alone_are_detected() -> None:
 
 
 def test_slide_rollbug_and_quick_cswitch_weights() -> None:
-    feed = Feed(CbugDetector())
+    feed = Feed(CbugDetector(ORIGINAL))
     feed.fire(0.0)
     feed.cmd(0.05, S | C)  # sprint and crouch pressed together
     assert feed.det.contributions(P) == {"slide": 2.0}
 
-    feed = Feed(CbugDetector())
+    feed = Feed(CbugDetector(ORIGINAL))
     feed.fire(0.0)
     feed.cmd(0.03, LL)
     feed.cmd(0.05, LL | C)
     assert feed.det.contributions(P) == {"rollbug": 4.5}
 
-    feed = Feed(CbugDetector())
+    feed = Feed(CbugDetector(ORIGINAL))
     feed.fire(0.0)
     feed.cmd(0.03, 0, switch=int(WeaponId.RIFLE))
     feed.cmd(0.05, C)
@@ -201,34 +205,34 @@ def test_slide_rollbug_and_quick_cswitch_weights() -> None:
 
 
 def test_weapon_switch_after_shot_and_back() -> None:
-    feed = Feed(CbugDetector())
+    feed = Feed(CbugDetector(ORIGINAL))
     feed.fire(0.0)
     feed.cmd(0.1, switch=int(WeaponId.RIFLE))
     feed.cmd(0.2, weapon=int(WeaponId.RIFLE))
     feed.cmd(0.3, weapon=int(WeaponId.RIFLE), switch=PISTOL)
     assert feed.det.contributions(P) == {"switch_after_shot": 3.0, "switch_back": 3.5}
     # A switch long after the shot (beyond the 500 ms buffer) is not suspicious.
-    feed = Feed(CbugDetector())
+    feed = Feed(CbugDetector(ORIGINAL))
     feed.fire(0.0)
     feed.cmd(0.8, switch=int(WeaponId.RIFLE))
     assert feed.det.contributions(P) == {}
 
 
 def test_rapid_shots_add_three() -> None:
-    feed = Feed(CbugDetector())
+    feed = Feed(CbugDetector(ORIGINAL))
     feed.fire(0.0)
     feed.fire(0.15)
     assert feed.det.contributions(P) == {"rapid_shots": 3.0}
 
 
 def test_shotgun_pellets_are_one_shot() -> None:
-    feed = Feed(CbugDetector())
+    feed = Feed(CbugDetector(ORIGINAL))
     feed.fire(0.0, weapon=int(WeaponId.SHOTGUN), pellets=8)
     assert feed.det.contributions(P) == {}
 
 
 def test_unmonitored_weapon_is_ignored() -> None:
-    feed = Feed(CbugDetector())
+    feed = Feed(CbugDetector(ORIGINAL))
     for i in range(6):
         feed.classic_cycle(0.3 * i, weapon=int(WeaponId.SMG))
     assert feed.detections == []
@@ -236,7 +240,7 @@ def test_unmonitored_weapon_is_ignored() -> None:
 
 
 def test_disabled_player_is_never_detected() -> None:
-    det = CbugDetector()
+    det = CbugDetector(ORIGINAL)
     det.set_enabled(P, False)
     assert not det.is_enabled(P)
     feed = Feed(det)
@@ -244,7 +248,7 @@ def test_disabled_player_is_never_detected() -> None:
         feed.classic_cycle(0.3 * i)
     assert feed.detections == []
     # Off by default when configured like the original, until enabled.
-    det = CbugDetector(CbugConfig(enabled_by_default=False))
+    det = CbugDetector(CbugConfig(threshold=10.0, enabled_by_default=False))
     feed = Feed(det)
     for i in range(5):
         feed.classic_cycle(0.3 * i)
@@ -256,7 +260,7 @@ def test_disabled_player_is_never_detected() -> None:
 
 
 def test_reload_or_empty_magazine_closes_the_sequence() -> None:
-    feed = Feed(CbugDetector())
+    feed = Feed(CbugDetector(ORIGINAL))
     feed.fire(0.0)
     feed.cmd(0.03, int(Buttons.RELOAD))
     feed.cmd(0.05, int(Buttons.RELOAD) | C)
@@ -271,7 +275,7 @@ def test_reload_or_empty_magazine_closes_the_sequence() -> None:
 
 
 def test_skipped_players_are_counted_not_judged() -> None:
-    feed = Feed(CbugDetector(), SkipBook())  # no connection sample: unknown
+    feed = Feed(CbugDetector(ORIGINAL), SkipBook())  # no connection sample: unknown
     for i in range(5):
         feed.classic_cycle(0.3 * i)
     assert feed.detections == []
@@ -288,7 +292,7 @@ def test_tolerances_are_overridable() -> None:
 
 
 def test_reset_player_forgets_score_and_switch() -> None:
-    det = CbugDetector()
+    det = CbugDetector(ORIGINAL)
     det.set_enabled(P, False)
     det.reset_player(P)
     assert det.is_enabled(P)
@@ -325,7 +329,7 @@ def test_unchanged_commands_fast_path_changes_nothing(seed: int) -> None:
     rng = random.Random(seed)
     weapons = [PISTOL, int(WeaponId.SHOTGUN), int(WeaponId.RIFLE), int(WeaponId.MINIGUN)]
     keys = [int(b) for b in Buttons]
-    fast, full = Feed(CbugDetector()), Feed(_FullAnalysis())
+    fast, full = Feed(CbugDetector(ORIGINAL)), Feed(_FullAnalysis(ORIGINAL))
     if seed % 3 == 0:
         for f in (fast, full):
             f.det.set_enabled(P, False)

@@ -28,7 +28,7 @@ from anticheat.detectors.aimdetect.detector import AimDetectDetector
 from anticheat.detectors.aimdetect.model import TrainedModel
 from anticheat.detectors.aimstats import AimStatsConfig, AimStatsDetector
 from anticheat.detectors.bustaim import BustAim
-from anticheat.detectors.cbug import CbugDetector
+from anticheat.detectors.cbug import CbugConfig, CbugDetector
 from anticheat.detectors.fire import FireDetector
 from anticheat.detectors.iw4m.detector import IW4MDetector
 from anticheat.detectors.movement import MovementDetector
@@ -516,14 +516,14 @@ def test_bustaim_streaks_are_kept_after_the_miss_that_ends_them() -> None:
     shots += [bustaim_t.shot(t) for t in range(11, 15)]
     assert bustaim_t.run(det, shots) == []
     assert det.continuous_shots(bustaim_t.SHOOTER) == 4
-    assert det.scores(bustaim_t.SHOOTER)["continuous_shots"] == pytest.approx(0.9)
+    assert det.scores(bustaim_t.SHOOTER)["continuous_shots"] == pytest.approx(9 / 20)
     bustaim_t.run(det, [bustaim_t.shot(t, dist=60.0, speed=0.0) for t in (20, 21)] + [bustaim_t.shot(22, victim=None)])
     # Two out-of-range hits in a row, three would warn.
     assert det.scores(bustaim_t.SHOOTER)["out_of_range"] == pytest.approx(2 / 3)
 
 
 def test_cbug_score_is_the_highest_suspicion_against_the_threshold() -> None:
-    det = CbugDetector()
+    det = CbugDetector(CbugConfig(threshold=10.0))
     feed = cbug_t.Feed(det)
     feed.classic_cycle(0.0)
     feed.classic_cycle(1.0)
@@ -749,6 +749,6 @@ def test_pipeline_scores_of_the_whole_suite(model: TrainedModel) -> None:
     # The detectors that judged the shooter's shots; the others know nothing of him yet.
     prefixes = {key.split(":")[0] for key in scores}
     assert prefixes == {"bustaim", "cbug", "iw4m", "fire", "trigger", "population"}
-    assert scores["bustaim:continuous_shots"] == pytest.approx(1.1)
+    assert scores["bustaim:continuous_shots"] == pytest.approx(11 / 20)
     assert all(math.isfinite(v) for v in scores.values())
     assert pipe.stats().errors == {}

@@ -71,7 +71,11 @@ class CbugConfig:
     """C-bug tolerances (the original's defines, ms converted to s).
 
     Attributes:
-        threshold: score at which a detection is raised (CBUG_D_SUSPICION_THRESHOLD 10.0).
+        threshold: score at which a detection is raised (20; CBUG_D_SUSPICION_THRESHOLD is 10.0).
+            On the lab's training corpus (26.7 honest player-hours) honest scores peaked at 11.9
+            (3 players over 10: crouch-peeking between bursts); the C-bug profile reaches 32-39.
+            Scores move in steps of 3-4.5 and the honest tail fell ~0.15x per step, so 20 (two
+            steps past the honest peak) extrapolates to about 0.3 false alarms per 100 hours.
         decay_per_s: score lost per second (CBUG_D_SUSPICION_DECAY 0.5/s).
         sequence_window_s: how long after a shot an action counts (CBUG_D_SEQUENCE_INTERVAL 1500 ms).
         rapid_shot_window_s: a shot this soon after the previous is rapid (CBUG_D_SHOT_INTERVAL 200 ms).
@@ -90,7 +94,7 @@ class CbugConfig:
         severity: Detection severity (a C-bug is an exploit of the game, not a cheat program).
     """
 
-    threshold: float = searched(10.0, 4.0, 30.0)
+    threshold: float = searched(20.0, 4.0, 30.0)
     decay_per_s: float = 0.5
     sequence_window_s: float = 1.5
     rapid_shot_window_s: float = 0.2
