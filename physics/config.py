@@ -149,6 +149,14 @@ class ValidationConfig:
         timer_drift_allowance_s: the command-time balance may run this far ahead of the server
             clock before commands are dropped and ``timer`` evidence is emitted (s).
             Grim: 120 ms.
+        timer_jitter_allowance: the allowance grows by this many times the player's measured
+            interarrival jitter (RFC 3550's, s), up to ``timer_jitter_allowance_cap_s`` more. Delay
+            jitter bunches honest commands: the balance runs ahead by the spread of the link's
+            delays, which the fixed 120 ms (plus the 120 ms floor) covers on a steady link but
+            not on a jittery one (wifi with 35 ms jitter ran 125 ms ahead three times in 10 s: a
+            timer detection). A speed hack's excess grows without bound, so the extra slack delays
+            its detection once, by slack / (clock rate - 1).
+        timer_jitter_allowance_cap_s: the most the jitter adds to the allowance (s).
         timer_lag_floor_s: the balance is clamped from below at minus this (s): a player who was
             silent (lag spike) cannot bank the silent time and replay it later as a burst of
             extra commands. After a long silence a burst of at most
@@ -177,6 +185,8 @@ class ValidationConfig:
     advantage_decay: float = 0.999
     setback_ack_timeout_s: float = 1.0
     timer_drift_allowance_s: float = 0.120
+    timer_jitter_allowance: float = 4.0
+    timer_jitter_allowance_cap_s: float = 0.2
     timer_lag_floor_s: float = 0.120
     timer_forgive_lag_burst: bool = True
     timer_forgive_window_s: float = 1.0
@@ -204,7 +214,8 @@ class ValidationConfig:
             raise ValueError("ValidationConfig.advantage_decay must be in (0, 1]")
         if self.advantage_cap_m < self.advantage_setback_m:
             raise ValueError("ValidationConfig.advantage_cap_m must be >= advantage_setback_m")
-        if self.timer_lag_floor_s < 0.0 or self.timer_forgive_window_s < 0.0 or self.timer_forgive_cap_s < 0.0:
+        if (self.timer_lag_floor_s < 0.0 or self.timer_forgive_window_s < 0.0 or self.timer_forgive_cap_s < 0.0
+                or self.timer_jitter_allowance < 0.0 or self.timer_jitter_allowance_cap_s < 0.0):
             raise ValueError("ValidationConfig timer floor/forgiveness values must be >= 0")
         if self.min_command_dt_s > self.max_command_dt_s:
             raise ValueError("ValidationConfig.min_command_dt_s must be <= max_command_dt_s")

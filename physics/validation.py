@@ -323,13 +323,14 @@ def _timer_kernel(
     sl: np.ndarray, n: np.ndarray, dt: np.ndarray, now_s: float,
     balance: np.ndarray, last_now: np.ndarray, forgive_s: np.ndarray, forgive_until_s: np.ndarray,
     dropped: np.ndarray, forgiven: np.ndarray,
-    min_dt: float, max_dt: float, allowance_s: float, lag_floor_s: float, forgive_cap_s: float,
+    min_dt: float, max_dt: float, allowance_s: np.ndarray, lag_floor_s: float, forgive_cap_s: float,
     forgive_window_s: float, forgive_burst: bool,
     accepted: np.ndarray, ahead_ms: np.ndarray, flagged: np.ndarray,
 ) -> int:
     """``TimerBalance.on_commands_batch`` after its type checks: how many slots had commands
     flagged, or minus a status code (_BAD_SLOT, _DUPLICATE, _NEGATIVE, _BAD_DT, _BACKWARDS),
-    checked in that order before any write. ``dt``: one duration per slot, or one for all."""
+    checked in that order before any write. ``dt`` and ``allowance_s``: one value per slot, or
+    one for all."""
     k = sl.shape[0]
     status = _check_slots(sl, 0, k, balance.shape[0])
     if status != _OK:
@@ -338,6 +339,7 @@ def _timer_kernel(
         if n[i] < 0:
             return -_NEGATIVE
     step = 0 if dt.shape[0] == 1 else 1
+    a_step = 0 if allowance_s.shape[0] == 1 else 1
     for i in range(k):
         d = dt[i * step]
         if not (math.isfinite(d) and d >= min_dt and d <= max_dt):
@@ -368,7 +370,7 @@ def _timer_kernel(
             bal = floor
         d = dt[i * step]
         # Tiny slack so a balance landing exactly on the allowance is still accepted.
-        room = np.floor((allowance_s - bal) / d + 1e-9)
+        room = np.floor((allowance_s[i * a_step] - bal) / d + 1e-9)
         count = n[i]
         ok = int(min(max(room, 0.0), float(count)))
         excess = count - ok
@@ -772,10 +774,13 @@ class TimerBalance:
         now_s: float,
         tick: int = 0,
         positions: np.ndarray | None = None,
+        jitter_s: np.ndarray | None = None,
     ) -> tuple[np.ndarray, tuple[MovementEvidence, ...]]:
         """Batched :meth:`on_commands` for K distinct slots; returns (accepted counts (K,), evidence).
 
         ``positions`` (K, 3), optional, fills the evidence's ``authoritative`` field (m).
+        ``jitter_s`` (K,), optional: each player's measured interarrival jitter (s), which widens
+        its allowance (``timer_jitter_allowance``); NaN or negative counts as none.
         Raises ValueError for non-finite times, durations outside
         [``min_command_dt_s``, ``max_command_dt_s``], negative counts or a clock going backwards.
         """
@@ -802,12 +807,22 @@ class TimerBalance:
         if not math.isfinite(now_s):
             self._refuse_bad_slots(sl)
             raise ValueError("now_s must be finite")
+        if jitter_s is None:
+            allowance = np.array([cfg.timer_drift_allowance_s])
+        else:
+            jit = np.asarray(jitter_s, dtype=np.float64)
+            if jit.shape != (k,):
+                self._refuse_bad_slots(sl)
+                raise ValueError(f"jitter_s must have shape ({k},)")
+            extra = np.minimum(np.nan_to_num(jit, nan=0.0, posinf=np.inf, neginf=0.0).clip(min=0.0)
+                               * cfg.timer_jitter_allowance, cfg.timer_jitter_allowance_cap_s)
+            allowance = cfg.timer_drift_allowance_s + extra
         accepted = np.empty(k, dtype=np.int64)
         ahead_ms = np.empty(k)
         flagged = np.empty(k, dtype=np.int64)
         n_flagged = _timer_kernel(
             sl, n, dt, float(now_s), self.balance_s, self.last_now_s, self.forgive_s, self.forgive_until_s,
-            self.dropped, self.forgiven, cfg.min_command_dt_s, cfg.max_command_dt_s, cfg.timer_drift_allowance_s,
+            self.dropped, self.forgiven, cfg.min_command_dt_s, cfg.max_command_dt_s, allowance,
             cfg.timer_lag_floor_s, cfg.timer_forgive_cap_s, cfg.timer_forgive_window_s,
             bool(cfg.timer_forgive_lag_burst),
             accepted, ahead_ms, flagged,
@@ -833,7 +848,7 @@ class TimerBalance:
                     time_s=float(now_s),
                     kind=MovementKind.TIMER,
                     value=float(ahead_ms[i]),
-                    limit=cfg.timer_drift_allowance_s * 1000.0,
+                    limit=float(allowance[i if allowance.shape[0] > 1 else 0]) * 1000.0,
                     claimed=None,
                     authoritative=where,
                     setback=False,

@@ -114,8 +114,12 @@ def take_commands(
             core.validator.reset(s.slot, now_s)
     slots = np.array([s.slot for s in sessions], dtype=np.intp)
     counts = [len(s.queued) for s in sessions]
+    net = core.netstats
+    # Each player's measured delay jitter widens its timer allowance (bunched honest commands).
+    jitter = np.array([net.client(s.slot).jitter_s if s.slot in net else 0.0 for s in sessions])
     accepted, evidence = core.timer.on_commands_batch(
-        slots, np.array(counts, dtype=np.int64), core.tick_dt_s, now_s, core.tick, positions=core.world.pos[slots]
+        slots, np.array(counts, dtype=np.int64), core.tick_dt_s, now_s, core.tick, positions=core.world.pos[slots],
+        jitter_s=jitter,
     )
     core._tick_events.extend(evidence)
     taken: list[list[bytes]] = []

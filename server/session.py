@@ -43,6 +43,8 @@ class ClientSession:
             a session may be anything.
         commands_overflowed: commands dropped unapplied because more than the queue's limit
             waited (the oldest go).
+        last_taken_seq: sequence of the last command :meth:`take` returned (applied; dropped
+            ones advance ``last_applied_seq`` only), -1 before any.
     """
 
     slot: int
@@ -69,6 +71,7 @@ class ClientSession:
     max_seq_jump: int = 2**32
     commands_too_new: int = 0
     commands_overflowed: int = 0
+    last_taken_seq: int = -1
 
     def queue(self, block: bytes, shots: tuple[Shot, ...], limit: int) -> int:
         """Queue the commands of a validated INPUT command block not seen before, and their shots;
@@ -112,12 +115,12 @@ class ClientSession:
 
     def missing_before(self, drop_oldest: int, n: int) -> list[int] | None:
         """For the ``n`` commands :meth:`take` would return after dropping ``drop_oldest``: how
-        many sequence numbers are missing before each (since the last applied command, or the
-        one before it in the queue), or None when none is: dropped, overflowed or lost commands
-        whose movement the client's next claim includes. The first commands of a session have
-        nothing before them (0)."""
+        many sequence numbers are missing before each (since the last command taken, in this
+        tick or an earlier one, or the one before it in the queue), or None when none is:
+        dropped, overflowed or lost commands whose movement the client's next claim includes.
+        The first commands of a session have nothing before them (0)."""
         queued = self.queued
-        before = self.last_applied_seq
+        before = self.last_taken_seq
         if not queued or n <= 0 or (not drop_oldest and next(reversed(queued)) - before == len(queued)):
             return None
         seqs = list(queued)[drop_oldest : drop_oldest + n]
@@ -162,6 +165,7 @@ class ClientSession:
             if not queued:
                 return []
             self.last_applied_seq = max(self.last_applied_seq, next(reversed(queued)))
+            self.last_taken_seq = next(reversed(queued))
             everything = list(queued.values())
             queued.clear()
             return everything
@@ -175,5 +179,6 @@ class ClientSession:
         while self.queued and len(out) < n:
             seq, cmd = self.queued.popitem(last=False)
             self.last_applied_seq = max(self.last_applied_seq, seq)
+            self.last_taken_seq = seq
             out.append(cmd)
         return out

@@ -619,6 +619,9 @@ def test_session_names_the_commands_missing_before_each_taken_one() -> None:
     s.queue(_block(11), (), 16)  # 10 lost
     assert s.missing_before(0, 3) == [2, 0, 1]
     assert s.missing_before(1, 2) == [3, 1]
+    s.take(0, 3)  # the timer drops all three this tick: the next command counts from 5
+    s.queue(_block(12), (), 16)
+    assert s.missing_before(0, 1) == [6]
 
 
 def test_redundant_commands_are_applied_once_through_the_core() -> None:

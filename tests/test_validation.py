@@ -368,10 +368,11 @@ def test_crouching_claims_judged_against_crouch_speed(wall_geometry: MapGeometry
 
 
 def _timer_reference(
-    t: TimerBalance, sl: np.ndarray, n: np.ndarray, dt: float, now_s: float
+    t: TimerBalance, sl: np.ndarray, n: np.ndarray, dt: float, now_s: float, jitter_s: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The numpy formulation the compiled timer kernel replaced: (accepted, ms ahead of flagged slots)."""
     cfg = t.config
+    extra = 0.0 if jitter_s is None else np.minimum(jitter_s * cfg.timer_jitter_allowance, cfg.timer_jitter_allowance_cap_s)
     dtv = np.full(len(sl), dt)
     last = t.last_now_s[sl]
     fresh = np.isnan(last)
@@ -385,7 +386,7 @@ def _timer_reference(
     forgive = np.where(was, np.minimum(forgive + clamped, cfg.timer_forgive_cap_s), forgive)
     forgive_until = np.where(was, now_s + cfg.timer_forgive_window_s, forgive_until)
     bal = np.maximum(bal, floor)
-    room = np.floor((cfg.timer_drift_allowance_s - bal) / dtv + 1e-9)
+    room = np.floor((cfg.timer_drift_allowance_s + extra - bal) / dtv + 1e-9)
     accepted = np.clip(room, 0, n).astype(np.int64)
     excess = n - accepted
     ahead_ms = (bal + n * dtv) * 1000.0
@@ -406,8 +407,9 @@ def test_timer_kernel_matches_the_numpy_formulation() -> None:
         now += float(rng.choice([0.0, DT, 2 * DT, 0.3]))
         sl = np.sort(rng.choice(16, int(rng.integers(1, 17)), replace=False))
         n = rng.integers(0, 30, len(sl))
-        accepted, evidence = got.on_commands_batch(sl, n, DT, now)
-        ref_accepted, ref_ahead = _timer_reference(want, sl, n, DT, now)
+        jitter = rng.uniform(0.0, 0.08, len(sl)) if rng.random() < 0.5 else None
+        accepted, evidence = got.on_commands_batch(sl, n, DT, now, jitter_s=jitter)
+        ref_accepted, ref_ahead = _timer_reference(want, sl, n, DT, now, jitter)
         assert accepted.tolist() == ref_accepted.tolist()
         assert [(e.player, e.value) for e in evidence] == [
             (int(s), float(v)) for s, v in zip(sl, ref_ahead, strict=True) if not np.isnan(v)
@@ -579,3 +581,39 @@ def test_a_claim_after_missing_commands_is_judged_over_their_time_too(wall_geome
     assert run(4 * DT) == ()
     with pytest.raises(ValueError, match="skipped_s"):
         run(float("nan"))
+
+
+def _jittery_arrivals(rate: float, jitter_sd_s: float, seconds: float, seed: int) -> list[tuple[float, int]]:
+    """(server time, commands) per tick of a client sending one command every DT of its own clock
+    (``rate`` x real time) over a link whose one-way delay is 150 ms + normal jitter (in order):
+    the commands that have arrived by each 64 Hz server tick."""
+    rng = np.random.default_rng(seed)
+    n = int(seconds / DT * rate)
+    sent = np.arange(n) * DT / rate
+    # In order, as the link emulator keeps it: a late datagram holds back the ones behind it.
+    arrive = np.maximum.accumulate(sent + 0.15 + rng.normal(0.0, jitter_sd_s, n))
+    ticks = np.arange(0.2, seconds, DT)
+    counts = np.diff(np.searchsorted(arrive, ticks, side="right"), prepend=0)
+    return [(float(t), int(c)) for t, c in zip(ticks, counts, strict=True) if c]
+
+
+def test_timer_allowance_widens_with_measured_jitter_but_a_speed_hack_still_shows() -> None:
+    """Ten minutes on a wifi link with 35 ms delay jitter (RFC 3550 jitter ~40 ms), three times:
+    the fixed 120 ms allowance flags the honest client's bunched commands; widened by its jitter
+    it does not. A 5 % fast clock on the same link is still flagged within seconds, 1 % within
+    half a minute."""
+    def evidence(rate: float, jitter_s: float | None, seed: int) -> list[float]:
+        timer = TimerBalance(1)
+        times = []
+        for now, c in _jittery_arrivals(rate, 0.035, 600.0, seed):
+            jit = None if jitter_s is None else np.array([jitter_s])
+            _, ev = timer.on_commands_batch(np.array([0]), np.array([c]), DT, now, jitter_s=jit)
+            times += [e.time_s for e in ev]
+        return times
+
+    assert sum(len(evidence(1.0, None, seed)) for seed in (1, 2, 3)) >= 3
+    assert all(evidence(1.0, 0.040, seed) == [] for seed in (1, 2, 3))
+    fast = evidence(1.05, 0.040, 1)
+    assert len(fast) > 1000 and fast[0] < 10.0
+    subtle = evidence(1.01, 0.040, 1)
+    assert len(subtle) > 200 and subtle[0] < 30.0
