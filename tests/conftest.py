@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
@@ -42,6 +43,34 @@ def postgres_server():  # type: ignore[no-untyped-def]
 def postgres_url(postgres_server) -> str:  # type: ignore[no-untyped-def]
     """The URL of a fresh, empty database on the session's PostgreSQL server."""
     return postgres_server.create_database()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _warm_kernel_cache(_private_data_home: None) -> Iterator[None]:
+    """On a fresh checkout, fill numba's on-disk kernel cache from a second process while the
+    first tests run: a short virtual match compiles what the server, the bots and the detectors
+    use (minutes of compiling on a small machine) on the core pytest leaves idle, so the tests
+    and the servers and matches they start in subprocesses load kernels instead of compiling
+    each their own. Nothing waits for it; it is stopped at the end of the session."""
+    import os
+    import subprocess
+    import sys
+
+    from testbed.kernel_cache import cold_modules
+
+    if not cold_modules():
+        yield
+        return
+    warmer = subprocess.Popen(
+        [sys.executable, "-m", "testbed.cli", "match", "--virtual", "--duration", "20", "--json", "--no-progress"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ),
+    )
+    try:
+        yield
+    finally:
+        if warmer.poll() is None:
+            warmer.kill()
+        warmer.wait()
 
 
 @pytest.fixture(scope="session", autouse=True)
