@@ -439,7 +439,7 @@ def _cmd_match(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             err.write(f"referee: {warning}\n")
     else:
         console = _console(out)
-        console.print(render_table(result, wide=args.wide))
+        console.print(render_table(result, wide=args.wide, width=console.width))
         console.print(summary_line(result))
         if warning is not None:
             console.print(warning, style="bold yellow")

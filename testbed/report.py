@@ -311,15 +311,20 @@ def _player_cell(p: PlayerResult, compact: bool) -> Text:
 
 
 _SANCTION_STYLE = {"none": "dim", "log": "", "monitor": "yellow", "kick": "bold yellow", "temp_ban": "bold red", "permanent_ban": "bold red"}
-_SANCTION_SHORT = {"none": "-", "monitor": "monitor", "kick": "kick", "temp_ban": "tempban", "permanent_ban": "permban"}
+_SANCTION_SHORT = {
+    "none": "-", "monitor": "monitor", "kick": "kick", "temp_ban": "tempban", "temp_ban_review": "tempban",
+    "permanent_ban": "permban",
+}
 
 
-def render_table(result: MatchResult, wide: bool = False) -> Table:
+def render_table(result: MatchResult, wide: bool = False, width: int | None = None) -> Table:
     """Every player's ground truth against what the server recorded (a rich Table).
 
     The default layout fits a 100-column terminal: link as ``ping/loss``, kills/deaths in one
     column, detections summarised as ``total top-detector:kind +other-kinds``, player names
-    and profiles never wrapped. ``wide`` gives every column in full (about 150 columns).
+    and profiles never wrapped. Narrower than that (``width``, the terminal's columns) it leaves
+    out hits and K/D so that the detections and the sanction still fit 80 columns. ``wide``
+    gives every column in full (about 150 columns).
     """
     speed = result.speedup
     speed_text = f", {speed:.0f}x real time" if math.isfinite(speed) and result.mode == "virtual" else ""
@@ -335,8 +340,11 @@ def render_table(result: MatchResult, wide: bool = False) -> Table:
     if wide:
         table = _wide_table(result, title)
     else:
-        table = _compact_table(result, title)
+        narrow = width is not None and width < _COMPACT_WIDTH
+        table = _compact_table(result, title, narrow)
         caption += "; link: ping ms/loss; detections: total, top kind, +other kinds"
+        if narrow:
+            caption += "; hits and K/D with --wide"
     table.caption = caption
     return table
 
@@ -380,7 +388,11 @@ def _wide_table(result: MatchResult, title: str) -> Table:
     return table
 
 
-def _compact_table(result: MatchResult, title: str) -> Table:
+_COMPACT_WIDTH = 100
+"""Terminal columns the compact layout needs with every one of its columns."""
+
+
+def _compact_table(result: MatchResult, title: str, narrow: bool = False) -> Table:
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
     names = [_player_cell(p, compact=True) for p in result.players]
     briefs = [_detections_brief(p) for p in result.players]
@@ -390,20 +402,21 @@ def _compact_table(result: MatchResult, title: str) -> Table:
     table.add_column("player", no_wrap=True, min_width=max((t.cell_len for t in names), default=6))
     table.add_column("profile", no_wrap=True, min_width=max((len(p.profile) for p in result.players), default=7))
     table.add_column("link", justify="right", no_wrap=True)
-    table.add_column("hits/shots", justify="right", no_wrap=True)
-    table.add_column("K/D", justify="right", no_wrap=True)
+    if not narrow:
+        table.add_column("hit/shot", justify="right", no_wrap=True)
+        table.add_column("K/D", justify="right", no_wrap=True)
     table.add_column("detections", ratio=1, min_width=longest_label)
     table.add_column("1st s", justify="right", no_wrap=True)
     table.add_column("sanction", no_wrap=True)
     for p, name, brief in zip(result.players, names, briefs):
         wrong = p.flagged == p.honest
         first = p.first_detection_s
+        counts = () if narrow else (f"{p.hits}/{p.shots}", f"{p.kills}/{p.deaths}")
         table.add_row(
             name,
             Text(p.profile, style="green" if p.honest else "magenta"),
             f"{p.ping_ms:.0f}/{p.loss * 100:.0f}%",
-            f"{p.hits}/{p.shots}",
-            f"{p.kills}/{p.deaths}",
+            *counts,
             Text(brief, style="bold red" if wrong else ""),
             "-" if first is None else f"{first:.1f}",
             Text(_SANCTION_SHORT.get(p.sanction, p.sanction), style=_SANCTION_STYLE.get(p.sanction, "")),

@@ -173,6 +173,15 @@ def test_match_table_fits_100_columns_without_splitting_names() -> None:
     assert "never conn." in next(line for line in lines if "late" in line)
 
 
+def test_match_table_in_80_columns_keeps_the_detections_and_the_sanction() -> None:
+    result = _many_detections_result()
+    lines = _lines(render_table(result, width=80), 80)
+    assert max(len(line) for line in lines) <= 80
+    cheater = next(line for line in lines if "cheater-1" in line)
+    assert "58 movement:timer" in cheater and "permban" in cheater and "1.5" in cheater
+    assert "hit/shot" not in "\n".join(lines) and "hits and K/D with --wide" in " ".join(lines)
+
+
 def test_match_table_wide_has_every_column() -> None:
     lines = _lines(render_table(_many_detections_result(), wide=True), 200)
     text = "\n".join(lines)
@@ -216,7 +225,7 @@ def _run(*argv: str) -> tuple[int, str]:
 
 def test_match_cli_compact_by_default_and_wide_on_request() -> None:
     code, out = _run("match", "--virtual", "--duration", "2", "--no-progress")
-    assert code == 0 and "detections (detector:kind)" not in out and "hits/shots" in out
+    assert code == 0 and "detections (detector:kind)" not in out and "hit/shot" in out
     code, out = _run("match", "--virtual", "--duration", "2", "--no-progress", "--wide")
     assert code == 0 and "detections (detector:kind)" in out and "profile (truth)" in out
 
