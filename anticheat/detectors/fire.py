@@ -72,6 +72,9 @@ class FireConfig:
             three rapid intervals a detection needs, and flagged 2 on held-out seeds; 4 leaves
             none above one, and no cheat profile's first detection moved (a rapid-fire cheat on a
             jittery link is still refused shot after shot: ``too_soon``).
+        backtrack_jitter_factor: the jitter's share of a claimed view time's expected age (2):
+            kept apart from the interval factor, since fake lag inflates its own measured jitter
+            and a larger allowance let it age its claims unseen.
         auto_c_count, auto_c_window_s: auto-C intervals needed within the window (3 in 10 s).
         rapid_fire_count, rapid_fire_window_s: rapid intervals needed (3 in 10 s).
         too_soon_count, too_soon_window_s: TOO_SOON refusals needed (5 in 10 s): a refusal can be
@@ -109,6 +112,7 @@ class FireConfig:
     rapid_fire_interval_s: float = 0.040
     tick_allowance_s: float = 1.0 / 64.0
     jitter_factor: float = 4.0
+    backtrack_jitter_factor: float = 2.0
     auto_c_count: int = 3
     auto_c_window_s: float = 10.0
     rapid_fire_count: int = 3
@@ -276,13 +280,16 @@ class FireDetector(Detector):
             st.last_time_s = -math.inf
         return NO_DETECTIONS
 
-    def _allowance_s(self, player: int, skip: SkipBook) -> tuple[float, float | None, float]:
-        """(interval allowance s, rtt s or None, loss 0..1) from the latest connection sample."""
+    def _allowance_s(self, player: int, skip: SkipBook) -> tuple[float, float, float | None, float]:
+        """(interval allowance s, backtrack allowance s, rtt s or None, loss 0..1) from the latest
+        connection sample."""
         conn = skip.connection(player)
         jitter = conn.jitter_ms / 1000.0 if conn is not None else 0.0
         rtt = conn.rtt_ms / 1000.0 if conn is not None else None
         loss = min(max(conn.loss, 0.0), 1.0) if conn is not None else 0.0
-        return self.config.tick_allowance_s + self.config.jitter_factor * max(jitter, 0.0), rtt, loss
+        cfg, jit = self.config, max(jitter, 0.0)
+        return (cfg.tick_allowance_s + cfg.jitter_factor * jit, cfg.tick_allowance_s + cfg.backtrack_jitter_factor * jit,
+                rtt, loss)
 
     def _emit(self, st: _PlayerFire, player: int, tick: int, time_s: float, kind: str, value: float,
               reason: str, evidence: dict[str, float | int | str]) -> list[Detection]:
@@ -303,12 +310,12 @@ class FireDetector(Detector):
             # Break the timing chain: no interval that spans a skipped period is judged.
             st.last_weapon = None
             return NO_DETECTIONS
-        allowance, rtt, loss = self._allowance_s(shot.shooter, skip)
+        allowance, back_allowance, rtt, loss = self._allowance_s(shot.shooter, skip)
         out: list[Detection] = []
         out += self._timing(st, shot, allowance)
         out += self._geometry(st, shot)
         out += self._angles(st, shot)
-        out += self._backtrack(st, shot, allowance + self.config.loss_allowance_s * loss, rtt)
+        out += self._backtrack(st, shot, back_allowance + self.config.loss_allowance_s * loss, rtt)
         return out
 
     def _timing(self, st: _PlayerFire, shot: ShotResult, allowance: float) -> list[Detection]:
