@@ -162,14 +162,15 @@ class ValidationConfig:
             extra commands. After a long silence a burst of at most
             ``timer_lag_floor_s + timer_drift_allowance_s`` seconds of commands is accepted.
             Grim clamps at its drift allowance too: 120 ms.
-        timer_forgive_lag_burst: when True, commands dropped because a burst right after a
-            clamped silence overshoots the allowance are dropped *silently* (counted, no
-            evidence) up to the amount of silence that was clamped away: an honest client flushing
-            its queue after a lag spike gains nothing (the excess is dropped either way) and is
-            not flagged. Sustained over-rate (a speed hack) is flagged as soon as that forgiven
-            amount is used up.
-        timer_forgive_window_s: forgiveness from a clamp expires this long after it (s).
-        timer_forgive_cap_s: at most this much clamped silence (s) is forgiven. Quake 3 accepts
+        timer_forgive_lag_burst: when True, the silence clamped away is owed to the player: the
+            commands of a burst right after it are accepted up to that amount beyond the
+            allowance, and they bring the balance back toward zero. An honest client catching up
+            after a lag spike (or a starved process) only sends commands for time that passed;
+            before, they were dropped silently, but the balance was left at the allowance's edge
+            and an honest LAN player's next jitter made timer evidence (3 of 12 in a UDP match).
+            Sustained over-rate (a speed hack) is flagged as soon as the debt is repaid.
+        timer_forgive_window_s: the debt expires this long after the last clamp or repayment (s).
+        timer_forgive_cap_s: at most this much clamped silence (s) is owed. Quake 3 accepts
             command times at most 1000 ms in the past.
         min_command_dt_s, max_command_dt_s: a command's duration (s) must lie in this range or the
             command is malformed. Quake 3 clamps a command to 200 ms (``msec > 200``); below 1 ms

@@ -369,30 +369,37 @@ def _timer_kernel(
         if not (bal >= floor or math.isnan(bal)):
             bal = floor
         d = dt[i * step]
+        owed = forgive if forgive_burst else 0.0
         # Tiny slack so a balance landing exactly on the allowance is still accepted.
-        room = np.floor((allowance_s[i * a_step] - bal) / d + 1e-9)
+        strict = np.floor((allowance_s[i * a_step] - bal) / d + 1e-9)
+        room = np.floor((allowance_s[i * a_step] + owed - bal) / d + 1e-9)
         count = n[i]
         ok = int(min(max(room, 0.0), float(count)))
         excess = count - ok
-        ahead_ms[i] = (bal + float(count) * d) * 1000.0
+        ahead_ms[i] = (bal - owed + float(count) * d) * 1000.0
         bal = bal + float(ok) * d
-        if forgive_burst:
-            silent = min(excess, int(np.floor(forgive / d + 1e-9)))
-        else:
-            silent = 0
-        forgive = forgive - float(silent) * d
+        # Commands repaying the clamped silence bring the balance back toward zero: a client that
+        # caught up stands where it stood before its lag, not at the allowance's edge, where the
+        # next bit of jitter would make evidence once the debt expired.
+        pay = min(max(bal, 0.0), owed)
+        bal = bal - pay
+        forgive = forgive - pay
+        if pay > 0.0:
+            # A slow catch-up keeps what it is owed: the debt expires a window after the last
+            # clamp or repayment, so a client still catching up is not cut off mid-way.
+            until = now_s + forgive_window_s
         if not (forgive >= 0.0 or math.isnan(forgive)):
             forgive = 0.0
         accepted[i] = ok
-        flagged[i] = excess - silent
-        if excess > silent:
+        flagged[i] = excess
+        if excess > 0:
             n_flagged += 1
         balance[s] = bal
         last_now[s] = now_s
         forgive_s[s] = forgive
         forgive_until_s[s] = until
         dropped[s] += excess
-        forgiven[s] += silent
+        forgiven[s] += ok - int(min(max(strict, 0.0), float(count)))
     return n_flagged
 
 
@@ -718,17 +725,20 @@ class TimerBalance:
     balance grow; commands that would push it above ``timer_drift_allowance_s`` are dropped and
     reported as ``timer`` evidence.
 
-    Lag cannot be banked: the balance is clamped from below at ``-timer_lag_floor_s``, so a player
-    silent for 1 s may then send at most floor + allowance (0.24 s by default) of commands at once;
-    the rest is dropped. Whether that drop is evidence is the one policy choice here: with
-    ``timer_forgive_lag_burst`` (default) the time clamped away is remembered for
-    ``timer_forgive_window_s`` and dropped commands are forgiven up to it (counted in
-    ``forgiven`` but no evidence), because an honest client flushing its queue after a lag spike
-    gains nothing from commands that are dropped anyway. Callers should drop the *oldest*
-    commands of an over-full batch: after a spike they are the stale ones.
+    Lag is not banked for long: the balance is clamped from below at ``-timer_lag_floor_s``, so a
+    player silent for 1 s may then send at most floor + allowance (0.24 s by default) of commands
+    at once before the rest is dropped. With ``timer_forgive_lag_burst`` (default) the time clamped
+    away is owed to the player for ``timer_forgive_window_s`` (at most ``timer_forgive_cap_s``):
+    commands repaying it are accepted, counted in ``forgiven``, and bring the balance back toward
+    zero. An honest client that fell behind (a lag spike, a starved process) and then catches up
+    sends only commands for time that really passed; dropping them would rubber-band it, and
+    leaving its balance at the allowance's edge would turn the next bit of jitter into evidence.
+    A speed hack gains nothing: the debt is repaid once, and its sustained excess is flagged as
+    soon as the debt is gone. Callers should drop the *oldest* commands of an over-full batch:
+    after a spike they are the stale ones.
 
     Arrays: balance_s, last_now_s (NaN until the first batch), forgive_s, forgive_until_s (s),
-    dropped, forgiven (counts of commands) (N,).
+    dropped, forgiven (counts of commands: dropped, and accepted only as repayment) (N,).
     """
 
     def __init__(self, capacity: int, config: ValidationConfig | None = None) -> None:

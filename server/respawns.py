@@ -23,7 +23,8 @@ def respawn_due(core: CoreState, now_s: float) -> None:
         session.cmd_time_s = max(session.cmd_time_s, now_s - core.config.validation.timer_lag_floor_s)
         core.weapons.spawn(slot, [primary, int(WeaponId.PISTOL)], session.cmd_time_s)
         core.validator.reset(slot, now_s)
-        core.timer.reset(slot)
+        # The timer balance is not reset: the client's clock did not change, and a reset taken
+        # mid-lag would make the lag's end look like a lead (an honest player's timer evidence).
         session.respawn_at_s = None
         core._tick_events.append(SpawnEvent(player=slot, tick=core.tick, time_s=now_s,
                                             yaw_deg=float(core.world.yaw[slot]), pitch_deg=float(core.world.pitch[slot])))

@@ -106,3 +106,22 @@ def test_flushes_after_uplink_stalls_are_corrected_without_evidence() -> None:
     assert dropped >= 3 * 10
     assert corrections >= 3  # the dropped movement is put right by the server...
     assert evidence == []  # ...and is no evidence of a speed hack
+
+
+def test_a_respawn_leaves_the_timer_balance_alone() -> None:
+    """A respawn does not change the client's clock. Resetting the balance there re-based it on a
+    moment the client was lagging, and its catch-up then read as a lead (timer evidence on an
+    honest cable player in a UDP match)."""
+    from server.respawns import respawn_due
+
+    core = make_core()
+    client = ScriptedClient("lagger", ("127.0.0.1", 5002))
+    client.connect(core, 0.0)
+    for _ in range(3):
+        core.step(core.next_tick_s())
+    slot, now = client.slot, core.time_s
+    core.timer.balance_s[slot], core.timer.last_now_s[slot] = -0.1, now
+    core.by_slot[slot].respawn_at_s = now
+    respawn_due(core, now)
+    assert core.by_slot[slot].respawn_at_s is None  # it did respawn
+    assert (core.timer.balance_s[slot], core.timer.last_now_s[slot]) == (-0.1, now)

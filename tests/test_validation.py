@@ -285,23 +285,73 @@ def test_timer_fast_client_flagged_and_excess_dropped() -> None:
     assert timer.dropped[0] == sent - applied
 
 
-def test_timer_lag_cannot_be_banked() -> None:
-    """Silent for 1 s, then the client flushes 1 s of commands: at most floor + allowance
-    (0.24 s) is applied; the rest is dropped, silently because it follows the clamped silence.
-    Without forgiveness the same burst is evidence."""
+def test_timer_lag_is_repaid_not_banked() -> None:
+    """Silent for 1 s, then the client flushes 1 s of commands. With forgiveness the clamped
+    silence is owed to it: the whole flush is applied, without evidence, and the balance is back
+    at zero, so the steady play that follows stays clear of the allowance. Without forgiveness at
+    most floor + allowance (0.24 s) is applied and the rest is evidence."""
     for forgive in (True, False):
         timer = TimerBalance(1, ValidationConfig(timer_forgive_lag_burst=forgive))
         for i in range(64):
             assert timer.on_commands(0, 1, DT, i * DT) == (1, None)
         now = 63 * DT + 1.0
         accepted, ev = timer.on_commands(0, 64, DT, now)
-        assert accepted == int((0.120 + 0.120) / DT)
+        strict = int((0.120 + 0.120) / DT)
+        assert accepted == (64 if forgive else strict)
         assert (ev is None) == forgive
         if forgive:
-            assert timer.forgiven[0] == 64 - accepted
+            assert timer.forgiven[0] == 64 - strict
+            # Where it stood before the silence: one command ahead of its first arrival.
+            assert timer.balance_s[0] == pytest.approx(DT, abs=1e-9)
         # Back at real rate afterwards: never flagged again.
         for i in range(1, 128):
             assert timer.on_commands(0, 1, DT, now + i * DT) == (1, None)
+
+
+def test_timer_lag_is_owed_once() -> None:
+    """Only the silence really clamped away is owed: a 1 s silence followed by 2 s of commands
+    applies 1 s plus the allowances, and the excess is evidence."""
+    timer = TimerBalance(1)
+    timer.on_commands(0, 1, DT, 0.0)
+    accepted, ev = timer.on_commands(0, 128, DT, 1.0)
+    owed = 1.0 - DT - 0.120  # the balance stood at DT before the silence
+    assert accepted == int((0.120 + owed + 0.120) / DT + 1e-9)
+    assert ev is not None and ev.value > ev.limit
+
+
+@pytest.mark.parametrize("catch_up_per_tick", [8.0, 1.25])
+def test_timer_catching_up_after_a_gradual_lag_is_not_evidence(catch_up_per_tick: float) -> None:
+    """A starved client falls behind over 3 s (every fifth command late), then catches up, three
+    times; with 5 ms of arrival jitter throughout. Each cycle starts where the last left the
+    balance: before the debt brought it back to zero, it started at the allowance's edge and made
+    timer evidence (an honest LAN player in a UDP match). At 1.25 commands a tick the catch-up
+    outlasts the 1 s window after the last clamp, so the debt must live on while it is repaid."""
+    rng = np.random.default_rng(3)
+    timer = TimerBalance(1)
+    evidence = []
+    tick, sent = 0, 0
+    for _cycle in range(3):
+        start = tick
+        for _ in range(192):  # 3 s at 80 % of the rate
+            tick += 1
+            due = start + int((tick - start) * 0.8)
+            n, sent = due - sent, due
+            if n:
+                _, ev = timer.on_commands(0, n, DT, tick * DT + float(rng.uniform(0, 0.005)))
+                evidence.append(ev)
+        start, start_sent = tick, sent
+        while sent < tick:  # the catch-up
+            tick += 1
+            n = min(start_sent + int((tick - start) * catch_up_per_tick), tick) - sent
+            sent += n
+            _, ev = timer.on_commands(0, n, DT, tick * DT + float(rng.uniform(0, 0.005)))
+            evidence.append(ev)
+        for _ in range(320):  # 5 s at the real rate
+            tick += 1
+            sent += 1
+            _, ev = timer.on_commands(0, 1, DT, tick * DT + float(rng.uniform(0, 0.005)))
+            evidence.append(ev)
+    assert [e for e in evidence if e is not None] == []
 
 
 def test_timer_small_catch_up_after_silence_accepted() -> None:
@@ -386,17 +436,19 @@ def _timer_reference(
     forgive = np.where(was, np.minimum(forgive + clamped, cfg.timer_forgive_cap_s), forgive)
     forgive_until = np.where(was, now_s + cfg.timer_forgive_window_s, forgive_until)
     bal = np.maximum(bal, floor)
-    room = np.floor((cfg.timer_drift_allowance_s + extra - bal) / dtv + 1e-9)
+    strict = np.clip(np.floor((cfg.timer_drift_allowance_s + extra - bal) / dtv + 1e-9), 0, n).astype(np.int64)
+    room = np.floor((cfg.timer_drift_allowance_s + extra + forgive - bal) / dtv + 1e-9)
     accepted = np.clip(room, 0, n).astype(np.int64)
     excess = n - accepted
-    ahead_ms = (bal + n * dtv) * 1000.0
+    ahead_ms = (bal - forgive + n * dtv) * 1000.0
     bal = bal + accepted * dtv
-    silent = np.minimum(excess, np.floor(forgive / dtv + 1e-9).astype(np.int64))
-    forgive = np.maximum(forgive - silent * dtv, 0.0)
+    pay = np.minimum(np.maximum(bal, 0.0), forgive)
+    bal, forgive = bal - pay, np.maximum(forgive - pay, 0.0)
+    forgive_until = np.where(pay > 0.0, now_s + cfg.timer_forgive_window_s, forgive_until)
     t.balance_s[sl], t.last_now_s[sl], t.forgive_s[sl], t.forgive_until_s[sl] = bal, now_s, forgive, forgive_until
     t.dropped[sl] += excess
-    t.forgiven[sl] += silent
-    return accepted, np.where(excess - silent > 0, ahead_ms, np.nan)
+    t.forgiven[sl] += accepted - strict
+    return accepted, np.where(excess > 0, ahead_ms, np.nan)
 
 
 def test_timer_kernel_matches_the_numpy_formulation() -> None:
