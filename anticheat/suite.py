@@ -21,6 +21,7 @@ from anticheat.detectors.aimdetect.model import ModelMissingError, TrainedModel,
 from anticheat.detectors.aimstats import AimStatsConfig, AimStatsDetector
 from anticheat.detectors.bustaim import BustAim, BustAimConfig
 from anticheat.detectors.cbug import CbugConfig, CbugDetector
+from anticheat.detectors.choke import ChokeConfig, ChokeDetector
 from anticheat.detector import Detector
 from anticheat.detectors.fire import FireConfig, FireDetector
 from anticheat.detectors.iw4m.detector import IW4MDetector
@@ -54,6 +55,7 @@ BUILTIN_DETECTORS: tuple[DetectorPlugin, ...] = (
     DetectorPlugin("population", PopulationConfig(), PopulationDetector),
     DetectorPlugin("wallhack", WallhackConfig(), WallhackDetector),
     DetectorPlugin("aimsnap", AimSnapConfig(), AimSnapDetector),
+    DetectorPlugin("choke", ChokeConfig(), ChokeDetector),
 )
 """The built-in detectors in build order (AimDetect, built from its trained model, aside)."""
 

@@ -17,10 +17,12 @@ def connection_samples(core: CoreState, now_s: float) -> None:
     core._next_conn_sample_s = now_s + core.config.connection_sample_interval_s
     for session in core.by_slot.values():
         s = core.netstats.sample(session.slot, now_s)
+        silences = core.netstats.client(session.slot).take_silences()
         core._tick_events.append(
             ConnectionSample(
                 player=session.slot, time_s=now_s, rtt_ms=s.rtt_ms, jitter_ms=s.jitter_ms,
                 loss=s.loss, since_update_s=s.since_update_s,
+                silences_ms=tuple(g * 1000.0 for g in silences), tick=core.tick,
             )
         )
 

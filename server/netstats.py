@@ -10,6 +10,9 @@
   packets, J += (|D| - J) / 16. The clocks' offset cancels out.
 - Loss: fraction of the packet sequence numbers missing over the newest ``loss_window`` numbers.
 - Since update: time since the last packet arrived (a paused or AFK client stops sending).
+- Silences: each gap of at least ``silence_min_s`` between two packets' arrivals, kept until
+  :meth:`ClientNetStats.take_silences` hands them to the detectors (a client that holds its
+  datagrams, fake lag, shows as a run of such gaps).
 
 Pure: every call takes the time (s) from the caller. Everything is stored in seconds and
 reported in milliseconds (RTT, jitter), a 0..1 fraction (loss) and seconds (since update).
@@ -24,6 +27,9 @@ from dataclasses import dataclass
 _MAX_RING = 16384
 """Longest per-client ring (packets or ticks): over two minutes at 128 Hz."""
 
+_MAX_SILENCES = 64
+"""Silences kept between two reads (a read every 0.25 s sees at most four of 80 ms)."""
+
 
 @dataclass(frozen=True, slots=True)
 class NetStatsConfig:
@@ -36,6 +42,8 @@ class NetStatsConfig:
         snapshot_history: ticks whose send time is remembered for ack RTT (64: 0.5 s at 128 Hz;
             an ack older than that gives no sample).
         max_rtt_s: samples above this (s) are discarded as nonsense (sv_maxunlag is 1 s).
+        silence_min_s: gaps between arrivals at least this long (s) are kept as silences (80 ms:
+            five 64 Hz packets; below any choke a detector would judge).
     """
 
     rtt_alpha: float = 1.0 / 8.0
@@ -43,6 +51,7 @@ class NetStatsConfig:
     loss_window: int = 256
     snapshot_history: int = 64
     max_rtt_s: float = 2.0
+    silence_min_s: float = 0.08
 
     def __post_init__(self) -> None:
         if not 0.0 < self.rtt_alpha <= 1.0 or not 0.0 < self.jitter_gain <= 1.0:
@@ -52,6 +61,8 @@ class NetStatsConfig:
             raise ValueError(f"loss_window and snapshot_history must lie in [1, {_MAX_RING}]")
         if not (math.isfinite(self.max_rtt_s) and self.max_rtt_s > 0.0):
             raise ValueError("max_rtt_s must be positive and finite")
+        if not (math.isfinite(self.silence_min_s) and self.silence_min_s > 0.0):
+            raise ValueError("silence_min_s must be positive and finite")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +96,7 @@ class ClientNetStats:
     __slots__ = (
         "config", "srtt_s", "rtt_samples", "jitter_s", "packets", "last_packet_s",
         "_prev_transit_s", "_received", "_received_count", "_newest_seq", "_first_seq",
-        "_sent_tick", "_sent_time_s", "_last_acked_tick", "_newest_sent_tick",
+        "_sent_tick", "_sent_time_s", "_last_acked_tick", "_newest_sent_tick", "_silences",
     )
 
     def __init__(self, config: NetStatsConfig, now_s: float) -> None:
@@ -104,6 +115,7 @@ class ClientNetStats:
         self._sent_time_s = [0.0] * config.snapshot_history
         self._last_acked_tick = -1
         self._newest_sent_tick = -1
+        self._silences: list[float] = []
 
     # -- arrivals ------------------------------------------------------------------------------
 
@@ -115,6 +127,11 @@ class ClientNetStats:
     def on_input(self, seq: int, client_time_s: float | None, ack_tick: int | None, now_s: float) -> None:
         """A packet as in :meth:`on_packet` that also acks ``ack_tick`` (an INPUT; None: no ack
         yet), which is then taken as by :meth:`on_ack`. One call for the per-tick packet."""
+        if self.packets:
+            gap = now_s - self.last_packet_s
+            # Bounded: a caller that never takes them keeps the first few.
+            if gap >= self.config.silence_min_s and len(self._silences) < _MAX_SILENCES:
+                self._silences.append(gap)
         self.packets += 1
         self.last_packet_s = now_s
         newest = self._newest_seq
@@ -198,6 +215,12 @@ class ClientNetStats:
         self.rtt_samples += 1
 
     # -- reading -------------------------------------------------------------------------------
+
+    def take_silences(self) -> tuple[float, ...]:
+        """The silences (s) that ended since the last call, oldest first; forgets them."""
+        out = tuple(self._silences)
+        self._silences.clear()
+        return out
 
     @property
     def loss(self) -> float:

@@ -502,7 +502,7 @@ def test_a_known_player_without_evidence_scores_zero(name: str, make: Callable[[
 def test_every_detector_of_the_suite_reports_scores(model: TrainedModel) -> None:
     detectors = build_detectors(default_configs(), model)
     assert {d.name for d in detectors} == {"bustaim", "cbug", "iw4m", "aimstats", "fire", "movement", "recoil",
-                                          "trigger", "population", "aimdetect", "wallhack", "aimsnap"}
+                                          "trigger", "population", "aimdetect", "wallhack", "aimsnap", "choke"}
     for det in detectors:
         assert type(det).scores is not Detector.scores, det.name
 

@@ -134,3 +134,17 @@ def test_samples_lists_every_open_slot() -> None:
     for slot in (5, 1, 3):
         stats.open(slot, 0.0)
     assert [s.slot for s in stats.samples(1.0)] == [1, 3, 5]
+
+
+def test_silences_are_the_long_gaps_between_arrivals_and_are_taken_once() -> None:
+    """Gaps of at least ``silence_min_s`` (80 ms) between two packets are kept, in order, until
+    taken; shorter ones and the wait before the first packet are not."""
+    stats = NetStats(NetStatsConfig(silence_min_s=0.08))
+    client = stats.open(0, 0.0)
+    arrivals = [5.0, 5.0156, 5.2156, 5.2156, 5.2312, 5.31, 5.3256, 5.4156]
+    for seq, t in enumerate(arrivals):
+        client.on_input(seq, t - 0.03, None, t)
+    assert client.take_silences() == pytest.approx((0.2, 0.09))
+    assert client.take_silences() == ()
+    with pytest.raises(ValueError):
+        NetStatsConfig(silence_min_s=0.0)
