@@ -320,7 +320,7 @@ def _validate_open(
 
 @numba.njit(cache=True)
 def _timer_kernel(
-    sl: np.ndarray, n: np.ndarray, dt: np.ndarray, now_s: float,
+    sl: np.ndarray, n: np.ndarray, dt: np.ndarray, clock_s: np.ndarray,
     balance: np.ndarray, last_now: np.ndarray, forgive_s: np.ndarray, forgive_until_s: np.ndarray,
     dropped: np.ndarray, forgiven: np.ndarray,
     min_dt: float, max_dt: float, allowance_s: np.ndarray, lag_floor_s: float, forgive_cap_s: float,
@@ -329,8 +329,8 @@ def _timer_kernel(
 ) -> int:
     """``TimerBalance.on_commands_batch`` after its type checks: how many slots had commands
     flagged, or minus a status code (_BAD_SLOT, _DUPLICATE, _NEGATIVE, _BAD_DT, _BACKWARDS),
-    checked in that order before any write. ``dt`` and ``allowance_s``: one value per slot, or
-    one for all."""
+    checked in that order before any write. ``dt``, ``clock_s`` (the time the commands arrived)
+    and ``allowance_s``: one value per slot, or one for all."""
     k = sl.shape[0]
     status = _check_slots(sl, 0, k, balance.shape[0])
     if status != _OK:
@@ -340,18 +340,20 @@ def _timer_kernel(
             return -_NEGATIVE
     step = 0 if dt.shape[0] == 1 else 1
     a_step = 0 if allowance_s.shape[0] == 1 else 1
+    c_step = 0 if clock_s.shape[0] == 1 else 1
     for i in range(k):
         d = dt[i * step]
         if not (math.isfinite(d) and d >= min_dt and d <= max_dt):
             return -_BAD_DT
     for i in range(k):
         last = last_now[sl[i]]
-        if not math.isnan(last) and now_s < last:
+        if not math.isnan(last) and clock_s[i * c_step] < last:
             return -_BACKWARDS
     floor = -lag_floor_s
     n_flagged = 0
     for i in range(k):
         s = sl[i]
+        now_s = clock_s[i * c_step]
         last = last_now[s]
         fresh = math.isnan(last)
         if fresh:
@@ -785,12 +787,18 @@ class TimerBalance:
         tick: int = 0,
         positions: np.ndarray | None = None,
         jitter_s: np.ndarray | None = None,
+        arrived_s: np.ndarray | None = None,
     ) -> tuple[np.ndarray, tuple[MovementEvidence, ...]]:
         """Batched :meth:`on_commands` for K distinct slots; returns (accepted counts (K,), evidence).
 
         ``positions`` (K, 3), optional, fills the evidence's ``authoritative`` field (m).
         ``jitter_s`` (K,), optional: each player's measured interarrival jitter (s), which widens
         its allowance (``timer_jitter_allowance``); NaN or negative counts as none.
+        ``arrived_s`` (K,), optional: when each slot's newest commands arrived (s, the server
+        clock); each slot's balance then runs on the latest of ``now_s``, its arrival time and
+        its previous clock. A server that ran late and catches up ticks at their nominal times
+        would otherwise see a stall's worth of commands arrive in one tick's time: a timer flag on
+        every player at once. A server on time (arrivals before the tick) is unaffected.
         Raises ValueError for non-finite times, durations outside
         [``min_command_dt_s``, ``max_command_dt_s``], negative counts or a clock going backwards.
         """
@@ -817,6 +825,17 @@ class TimerBalance:
         if not math.isfinite(now_s):
             self._refuse_bad_slots(sl)
             raise ValueError("now_s must be finite")
+        if arrived_s is None:
+            clock = np.array([float(now_s)])
+        else:
+            arrived = np.asarray(arrived_s, dtype=np.float64)
+            if arrived.shape != (k,) or not bool(np.all(np.isfinite(arrived))):
+                self._refuse_bad_slots(sl)
+                raise ValueError(f"arrived_s must be ({k},) finite times")
+            self._refuse_bad_slots(sl)
+            # Never behind the slot's last clock: a late arrival time read before this tick's
+            # nominal time caught up with it must not run the clock backwards.
+            clock = np.fmax(np.maximum(arrived, float(now_s)), self.last_now_s[sl])
         if jitter_s is None:
             allowance = np.array([cfg.timer_drift_allowance_s])
         else:
@@ -831,7 +850,7 @@ class TimerBalance:
         ahead_ms = np.empty(k)
         flagged = np.empty(k, dtype=np.int64)
         n_flagged = _timer_kernel(
-            sl, n, dt, float(now_s), self.balance_s, self.last_now_s, self.forgive_s, self.forgive_until_s,
+            sl, n, dt, clock, self.balance_s, self.last_now_s, self.forgive_s, self.forgive_until_s,
             self.dropped, self.forgiven, cfg.min_command_dt_s, cfg.max_command_dt_s, allowance,
             cfg.timer_lag_floor_s, cfg.timer_forgive_cap_s, cfg.timer_forgive_window_s,
             bool(cfg.timer_forgive_lag_burst),

@@ -224,6 +224,8 @@ def on_input(core: CoreState, session: ClientSession, msg: proto.Input, now_s: f
     block = msg.command_block
     too_new, overflowed = session.commands_too_new, session.commands_overflowed
     new = session.queue(block, msg.shots, core.config.max_queued_commands)
+    if new:
+        session.commands_arrived_s = now_s
     counters = core.counters
     counters["commands_received"] += new
     refused = session.commands_too_new - too_new

@@ -117,9 +117,13 @@ def take_commands(
     net = core.netstats
     # Each player's measured delay jitter widens its timer allowance (bunched honest commands).
     jitter = np.array([net.client(s.slot).jitter_s if s.slot in net else 0.0 for s in sessions])
+    # The timer runs on the later of the tick's time and the commands' arrival: a late server
+    # catching up ticks at their nominal times must not see a stall's worth of commands arrive
+    # within one tick.
+    arrived = np.array([s.commands_arrived_s for s in sessions])
     accepted, evidence = core.timer.on_commands_batch(
         slots, np.array(counts, dtype=np.int64), core.tick_dt_s, now_s, core.tick, positions=core.world.pos[slots],
-        jitter_s=jitter,
+        jitter_s=jitter, arrived_s=arrived,
     )
     core._tick_events.extend(evidence)
     taken: list[list[bytes]] = []

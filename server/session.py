@@ -45,6 +45,8 @@ class ClientSession:
             waited (the oldest go).
         last_taken_seq: sequence of the last command :meth:`take` returned (applied; dropped
             ones advance ``last_applied_seq`` only), -1 before any.
+        commands_arrived_s: server time (s) the newest queued commands arrived: the timer
+            check's clock when it is later than the tick's (a server catching up after a stall).
     """
 
     slot: int
@@ -72,6 +74,7 @@ class ClientSession:
     commands_too_new: int = 0
     commands_overflowed: int = 0
     last_taken_seq: int = -1
+    commands_arrived_s: float = 0.0
 
     def queue(self, block: bytes, shots: tuple[Shot, ...], limit: int) -> int:
         """Queue the commands of a validated INPUT command block not seen before, and their shots;

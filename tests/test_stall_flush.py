@@ -125,3 +125,31 @@ def test_a_respawn_leaves_the_timer_balance_alone() -> None:
     respawn_due(core, now)
     assert core.by_slot[slot].respawn_at_s is None  # it did respawn
     assert (core.timer.balance_s[slot], core.timer.last_now_s[slot]) == (-0.1, now)
+
+
+def test_a_server_that_stalls_and_catches_up_flags_nobody() -> None:
+    """The server's own process stalls for 250 ms while a client keeps sending one command per
+    tick. The transport then runs the missed ticks back to back at their nominal times, as
+    ``server.transport`` does. The commands arrived spread over the stall, and the timer check
+    runs on arrival times, not on the catch-up ticks' nominal ones: no evidence."""
+    core = make_core()
+    log = _MovementLog()
+    core.pipeline = DetectionPipeline([log], SkipBook())
+    client = ScriptedClient("steady", ("127.0.0.1", 5002))
+    client.connect(core, 0.0)
+    clock = 0.0
+    stalled_until = -1.0
+    for i in range(300):
+        clock = (i + 1) * DT
+        core.receive(client.address, client.command(clock), clock)
+        if i in (100, 200):
+            stalled_until = clock + 0.25
+        if clock < stalled_until:
+            continue
+        while core.next_tick_s() <= clock:  # catch up at nominal times
+            client.deliver(core.step(core.next_tick_s()))
+    assert core.tick >= 295
+    # The batch still counts as arriving at its newest command's time, after a 265 ms gap: the lag
+    # floor clamps and a command or so is dropped, forgiven as a client stall's would be.
+    assert core.rejections.get("timer_dropped", 0) <= 2
+    assert log.evidence == []

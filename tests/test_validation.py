@@ -669,3 +669,18 @@ def test_timer_allowance_widens_with_measured_jitter_but_a_speed_hack_still_show
     assert len(fast) > 1000 and fast[0] < 10.0
     subtle = evidence(1.01, 0.040, 1)
     assert len(subtle) > 200 and subtle[0] < 30.0
+
+
+def test_timer_runs_on_each_slots_arrival_clock() -> None:
+    """Per-slot arrival times are each slot's clock: the same as calling at that time alone."""
+    both, one, two = TimerBalance(2), TimerBalance(2), TimerBalance(2)
+    for k in range(1, 60):
+        t0, t1 = k * DT, k * DT + 0.3 * (k // 20)  # slot 1's commands come in after two silences
+        n = np.array([1, 3 if k % 20 == 1 else 1])
+        a, ev = both.on_commands_batch(np.array([0, 1]), n, DT, k * DT, arrived_s=np.array([t0, t1]))
+        a0, _ = one.on_commands_batch(np.array([0]), n[:1], DT, t0)
+        a1, _ = two.on_commands_batch(np.array([1]), n[1:], DT, t1)
+        assert a.tolist() == [int(a0[0]), int(a1[0])]
+    assert both.balance_s.tolist() == [one.balance_s[0], two.balance_s[1]]
+    with pytest.raises(ValueError, match="arrived_s"):
+        both.on_commands_batch(np.array([0, 1]), np.array([1, 1]), DT, 1.0, arrived_s=np.array([1.0]))
