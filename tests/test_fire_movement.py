@@ -196,6 +196,23 @@ def test_backtrack_consistently_stale_claims() -> None:
     assert fire_all(det3, skip, mixed) == []
 
 
+def test_backtrack_needs_stale_claims_beyond_one_catch_up_burst() -> None:
+    """A client whose process stalled for 0.8 s makes up its commands at once, each with the view
+    time it had, and fires a burst in them: eight stale shots within 0.2 s are one cause, not
+    "consistently" (an honest dsl player in an idle UDP match). The same staleness a second
+    later is."""
+    skip = book(rtt_ms=60.0)
+    det = FireDetector()
+    burst = [shot(10.0 + 0.025 * i, view_time_s=9.2 + 0.1 * i) for i in range(8)]
+    # (So fast a pistol's bursts are rapid fire too: only backtrack is judged here.)
+    assert [d for d in fire_all(det, skip, burst) if d.kind == "backtrack"] == []
+    assert det.scores(1)["backtrack"] == pytest.approx(4 / 5)
+    again = [shot(11.2 + 0.025 * i, view_time_s=10.4 + 0.1 * i) for i in range(2)]
+    assert [d.kind for d in fire_all(det, skip, again) if d.kind == "backtrack"] == ["backtrack"]
+    with pytest.raises(ValueError):
+        FireConfig(backtrack_span_s=-1.0)
+
+
 def test_backtrack_from_overruled_claims_without_connection_figures() -> None:
     skip = book(rtt_ms=60.0)
     det = FireDetector(FireConfig(stale_margin_s=10.0))  # only the lagcomp verdict can count

@@ -101,6 +101,11 @@ class FireConfig:
         backtrack_ring, backtrack_min: of the last ``backtrack_ring`` shots with a claimed view
             time (fewer early on), at least ``backtrack_min`` must be stale ("consistently": 5 of
             8; honest claims sit well inside the allowances, see the scenario tests).
+        backtrack_span_s: ... and those stale shots must span this much server time (s). A client
+            that hitches makes up its missed commands at once, each with the view time it had,
+            and a burst of fire in them is stale from one cause: an idle UDP match's honest
+            dsl-1 had 5 of 8 stale shots within one catch-up after its process stalled. A
+            backtrack cheat keeps its claims old from burst to burst.
         cooldown_s: at most one Detection per player and kind per this many seconds.
         *_severity: severity of each kind's Detection.
     """
@@ -137,6 +142,7 @@ class FireConfig:
     loss_allowance_s: float = 1.0
     backtrack_ring: int = 8
     backtrack_min: int = 5
+    backtrack_span_s: float = 1.0
     cooldown_s: float = 10.0
     auto_c_severity: float = 0.6
     rapid_fire_severity: float = 0.7
@@ -151,6 +157,8 @@ class FireConfig:
                   self.ghost_count, self.backtrack_min, self.silent_aim_angles_count, self.forged_hit_count)
         if min(counts) < 1 or self.backtrack_min > self.backtrack_ring:
             raise ValueError("counts must be >= 1 and backtrack_min <= backtrack_ring")
+        if not (math.isfinite(self.backtrack_span_s) and self.backtrack_span_s >= 0.0):
+            raise ValueError("backtrack_span_s must be finite and >= 0")
 
     def auto_c_limit_s(self, weapon_id: int) -> float | None:
         """The auto-C interval limit of ``weapon_id``, or None when it has no crouch-cancel."""
@@ -207,7 +215,8 @@ class _PlayerFire:
         self.last_weapon: int | None = None
         self.last_time_s = -math.inf
         self.bursts: dict[str, _Burst] = {}
-        self.stale: deque[bool] = deque()
+        # Per recent shot with a claimed view time: its server time (s) when stale, else None.
+        self.stale: deque[float | None] = deque()
         # The most stale claims the ring ever held (it is cleared by each detection).
         self.stale_peak = 0
         self.last_emit: dict[str, float] = {}
@@ -413,8 +422,12 @@ class FireDetector(Detector):
                      and view < shot.rewind_time_s)
         expected = math.inf if rtt is None else rtt + cfg.interp_s + allowance
         stale = overruled or age > expected + cfg.stale_margin_s
-        st.stale.append(stale)
-        count = sum(st.stale)
+        st.stale.append(shot.time_s if stale else None)
+        times = [t for t in st.stale if t is not None]
+        count = len(times)
+        if count and times[-1] - times[0] < cfg.backtrack_span_s:
+            # One burst's worth is not yet "consistently": it scores just under the alarm.
+            count = min(count, cfg.backtrack_min - 1)
         if count > st.stale_peak:
             st.stale_peak = count
         if count < cfg.backtrack_min:
