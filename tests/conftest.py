@@ -58,7 +58,8 @@ def _warm_kernel_cache(_private_data_home: None) -> Iterator[None]:
 
     from testbed.kernel_cache import cold_modules
 
-    if not cold_modules():
+    # Under pytest-xdist every worker runs session fixtures: one warmer is enough.
+    if not cold_modules() or os.environ.get("PYTEST_XDIST_WORKER", "gw0") != "gw0":
         yield
         return
     warmer = subprocess.Popen(
