@@ -142,8 +142,9 @@ class ConnectionSample:
     Attributes: player, time_s, rtt_ms (smoothed round trip), jitter_ms, loss (0..1 fraction of
         packets lost), since_update_s (time since the last packet: paused / AFK), exempt (a bot or a
         player exempted by configuration), silences_ms (each gap between two of the player's
-        packets' arrivals of at least the server's ``silence_min_s`` that ended since the previous
-        sample, ms; empty in recordings made before it existed), tick (the server tick of the
+        packets' arrivals that exceeded the gap between their send times by at least the server's
+        ``silence_min_s``, ended since the previous sample, ms: time the packets were held on the
+        way; empty in recordings made before it existed), tick (the server tick of the
         sample; -1 in recordings made before it existed).
     """
 

@@ -4,27 +4,56 @@ the operator bus (the pipeline routes them to the sanction policy and the store)
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from anticheat.events import ConnectionSample, Detection
 from server.core_state import CoreState
 
 
 def connection_samples(core: CoreState, now_s: float) -> None:
-    """Every ``connection_sample_interval_s``, each player's link figures as a ConnectionSample."""
+    """Every ``connection_sample_interval_s``, each player's link figures as a ConnectionSample,
+    with the silences (``server.netstats``) that ended one interval ago or earlier and that most
+    other players did not share (``shared_silence``; counted in ``silences_shared``)."""
     if now_s < core._next_conn_sample_s:
         return
-    core._next_conn_sample_s = now_s + core.config.connection_sample_interval_s
-    for session in core.by_slot.values():
-        s = core.netstats.sample(session.slot, now_s)
-        silences = core.netstats.client(session.slot).take_silences()
+    interval = core.config.connection_sample_interval_s
+    core._next_conn_sample_s = now_s + interval
+    clients = {session.slot: core.netstats.client(session.slot) for session in core.by_slot.values()}
+    # One interval late, so that the other players' silences ending just after are known too.
+    ripe = {slot: c.take_silences(now_s - interval) for slot, c in clients.items()}
+    recent = {slot: c.recent_silences() for slot, c in clients.items()}
+    for slot in clients:
+        s = core.netstats.sample(slot, now_s)
+        others = [r for o, r in recent.items() if o != slot]
+        kept = []
+        for end, length in ripe[slot]:
+            if shared_silence(end, length, others):
+                core.counters["silences_shared"] += 1
+            else:
+                kept.append(length * 1000.0)
         core._tick_events.append(
             ConnectionSample(
-                player=session.slot, time_s=now_s, rtt_ms=s.rtt_ms, jitter_ms=s.jitter_ms,
-                loss=s.loss, since_update_s=s.since_update_s,
-                silences_ms=tuple(g * 1000.0 for g in silences), tick=core.tick,
+                player=slot, time_s=now_s, rtt_ms=s.rtt_ms, jitter_ms=s.jitter_ms,
+                loss=s.loss, since_update_s=s.since_update_s, silences_ms=tuple(kept), tick=core.tick,
             )
         )
+
+
+def shared_silence(end_s: float, length_s: float, others: Sequence[Sequence[tuple[float, float]]]) -> bool:
+    """Whether the silence ending at ``end_s`` and lasting ``length_s`` (s) has a common cause: with
+    at least two other players, at least half of them had a silence covering half of it or more.
+    A server's own stall, a network outage near it or a starved process running many clients
+    silences everyone at once; a player who holds datagrams (fake lag) is silent alone."""
+    if len(others) < 2:
+        return False
+    start = end_s - length_s
+    hit = 0
+    for silences in others:
+        for e, n in silences:
+            if min(end_s, e) - max(start, e - n) >= 0.5 * length_s:
+                hit += 1
+                break
+    return 2 * hit >= len(others)
 
 
 def detect(core: CoreState) -> list[Detection]:

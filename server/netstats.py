@@ -10,9 +10,12 @@
   packets, J += (|D| - J) / 16. The clocks' offset cancels out.
 - Loss: fraction of the packet sequence numbers missing over the newest ``loss_window`` numbers.
 - Since update: time since the last packet arrived (a paused or AFK client stops sending).
-- Silences: each gap of at least ``silence_min_s`` between two packets' arrivals, kept until
-  :meth:`ClientNetStats.take_silences` hands them to the detectors (a client that holds its
-  datagrams, fake lag, shows as a run of such gaps).
+- Silences: each gap between two packets' arrivals longer than the gap between their send
+  times (``client_time_s``) by at least ``silence_min_s``, kept until
+  :meth:`ClientNetStats.take_silences` hands them to the detectors. A client that holds its
+  datagrams (fake lag) shows as a run of such gaps, and so does a late packet on a jittery link;
+  a client that stopped (a stalled process, a hitch) sends nothing in between and stamps its next
+  packet late, so its silence is its own and is not one.
 
 Pure: every call takes the time (s) from the caller. Everything is stored in seconds and
 reported in milliseconds (RTT, jitter), a 0..1 fraction (loss) and seconds (since update).
@@ -28,7 +31,10 @@ _MAX_RING = 16384
 """Longest per-client ring (packets or ticks): over two minutes at 128 Hz."""
 
 _MAX_SILENCES = 64
-"""Silences kept between two reads (a read every 0.25 s sees at most four of 80 ms)."""
+"""Most silences a client keeps (2 s hold at most 25 of 80 ms)."""
+
+SILENCE_MEMORY_S = 2.0
+"""How long (s) a client's silences are kept, to compare with the other clients'."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,8 +48,8 @@ class NetStatsConfig:
         snapshot_history: ticks whose send time is remembered for ack RTT (64: 0.5 s at 128 Hz;
             an ack older than that gives no sample).
         max_rtt_s: samples above this (s) are discarded as nonsense (sv_maxunlag is 1 s).
-        silence_min_s: gaps between arrivals at least this long (s) are kept as silences (80 ms:
-            five 64 Hz packets; below any choke a detector would judge).
+        silence_min_s: arrival gaps exceeding their send-time gap by at least this much (s) are
+            kept as silences (80 ms: five 64 Hz packets; below any choke a detector judges).
     """
 
     rtt_alpha: float = 1.0 / 8.0
@@ -96,7 +102,8 @@ class ClientNetStats:
     __slots__ = (
         "config", "srtt_s", "rtt_samples", "jitter_s", "packets", "last_packet_s",
         "_prev_transit_s", "_received", "_received_count", "_newest_seq", "_first_seq",
-        "_sent_tick", "_sent_time_s", "_last_acked_tick", "_newest_sent_tick", "_silences",
+        "_sent_tick", "_sent_time_s", "_last_acked_tick", "_newest_sent_tick", "_silences", "_prev_client_s",
+        "_taken_until_s",
     )
 
     def __init__(self, config: NetStatsConfig, now_s: float) -> None:
@@ -115,7 +122,10 @@ class ClientNetStats:
         self._sent_time_s = [0.0] * config.snapshot_history
         self._last_acked_tick = -1
         self._newest_sent_tick = -1
-        self._silences: list[float] = []
+        # (end s, length s) of the silences of the last SILENCE_MEMORY_S.
+        self._silences: list[tuple[float, float]] = []
+        self._prev_client_s: float | None = None
+        self._taken_until_s = -math.inf
 
     # -- arrivals ------------------------------------------------------------------------------
 
@@ -129,9 +139,16 @@ class ClientNetStats:
         yet), which is then taken as by :meth:`on_ack`. One call for the per-tick packet."""
         if self.packets:
             gap = now_s - self.last_packet_s
-            # Bounded: a caller that never takes them keeps the first few.
-            if gap >= self.config.silence_min_s and len(self._silences) < _MAX_SILENCES:
-                self._silences.append(gap)
+            if client_time_s is not None and self._prev_client_s is not None:
+                # The part of the silence the client spent not sending is not the link's.
+                gap -= max(0.0, client_time_s - self._prev_client_s)
+            if gap >= self.config.silence_min_s:
+                kept = self._silences
+                while kept and (kept[0][0] < now_s - SILENCE_MEMORY_S or len(kept) >= _MAX_SILENCES):
+                    kept.pop(0)
+                kept.append((now_s, gap))
+        if client_time_s is not None:
+            self._prev_client_s = client_time_s
         self.packets += 1
         self.last_packet_s = now_s
         newest = self._newest_seq
@@ -216,11 +233,15 @@ class ClientNetStats:
 
     # -- reading -------------------------------------------------------------------------------
 
-    def take_silences(self) -> tuple[float, ...]:
-        """The silences (s) that ended since the last call, oldest first; forgets them."""
-        out = tuple(self._silences)
-        self._silences.clear()
-        return out
+    def take_silences(self, before_s: float) -> tuple[tuple[float, float], ...]:
+        """The silences (end s, length s: arrival gap minus send gap) that ended after the last
+        call and by ``before_s`` (s), oldest first."""
+        start, self._taken_until_s = self._taken_until_s, max(self._taken_until_s, before_s)
+        return tuple(x for x in self._silences if start < x[0] <= before_s)
+
+    def recent_silences(self) -> tuple[tuple[float, float], ...]:
+        """Every silence (end s, length s) of the last ``SILENCE_MEMORY_S``, taken or not."""
+        return tuple(self._silences)
 
     @property
     def loss(self) -> float:

@@ -136,15 +136,40 @@ def test_samples_lists_every_open_slot() -> None:
     assert [s.slot for s in stats.samples(1.0)] == [1, 3, 5]
 
 
-def test_silences_are_the_long_gaps_between_arrivals_and_are_taken_once() -> None:
-    """Gaps of at least ``silence_min_s`` (80 ms) between two packets are kept, in order, until
-    taken; shorter ones and the wait before the first packet are not."""
+def test_silences_are_held_time_between_arrivals_and_are_taken_once() -> None:
+    """A silence is an arrival gap beyond the gap between the two packets' send times, kept when
+    at least ``silence_min_s`` (80 ms), with its end time, and handed out once when it ended by
+    the time asked. A client that stopped sending (its next packet stamped late) made its own
+    silence: none."""
     stats = NetStats(NetStatsConfig(silence_min_s=0.08))
     client = stats.open(0, 0.0)
-    arrivals = [5.0, 5.0156, 5.2156, 5.2156, 5.2312, 5.31, 5.3256, 5.4156]
-    for seq, t in enumerate(arrivals):
-        client.on_input(seq, t - 0.03, None, t)
-    assert client.take_silences() == pytest.approx((0.2, 0.09))
-    assert client.take_silences() == ()
+    sends = [5.0, 5.0156, 5.0312, 5.0468, 5.0624, 5.078, 5.0936, 5.1092]
+    arrivals = [5.03, 5.0456, 5.2456, 5.2456, 5.2612, 5.34, 5.3556, 5.4556]
+    for seq, (sent, t) in enumerate(zip(sends, arrivals, strict=True)):
+        client.on_input(seq, sent, None, t)
+    (end, length), = client.take_silences(5.3)
+    assert (end, length) == pytest.approx((5.2456, 0.2 - 0.0156))
+    (end, length), = client.take_silences(5.5)
+    assert (end, length) == pytest.approx((5.4556, 0.1 - 0.0156))
+    assert client.take_silences(5.5) == ()
+    assert len(client.recent_silences()) == 2
+    # Stalled for 0.5 s: the next packet was sent 0.5 s later too.
+    client.on_input(8, 5.6092, None, 5.9456)
+    assert client.take_silences(6.0) == ()
     with pytest.raises(ValueError):
         NetStatsConfig(silence_min_s=0.0)
+
+
+def test_a_silence_most_players_share_has_a_common_cause() -> None:
+    """A server stall or a starved process running many clients silences everyone at once; a
+    fake lagger is silent alone."""
+    from server.detection import shared_silence
+
+    alone = [[(3.0, 0.1)], [], [(9.0, 0.2)]]
+    assert not shared_silence(10.0, 0.2, alone)
+    # Two of three others silent over most of the same 200 ms (one ended a little later).
+    assert shared_silence(10.0, 0.2, [[(10.05, 0.2)], [(9.99, 0.15)], []])
+    # Overlapping less than half of it does not count.
+    assert not shared_silence(10.0, 0.2, [[(9.85, 0.2)], [(9.85, 0.2)], []])
+    # With fewer than two others there is no telling.
+    assert not shared_silence(10.0, 0.2, [[(10.0, 0.2)]])

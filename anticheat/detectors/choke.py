@@ -4,12 +4,17 @@ Held datagrams reach the server as silences followed by a burst. Each burst carr
 that were made during the hold, so its shots claim old view times and its movement jumps for
 everyone else. One silence proves nothing: delay jitter on a FIFO link makes the same shape (the
 packets behind a late one arrive with it), and so does a client that hitches. What an honest link
-does not do is keep it up, several long silences a second, second after second.
+does not do is keep it up, several long silences a second, second after second. A client whose
+process stalls (a slow PC, a hitch) also goes silent, but it sends nothing meanwhile and stamps its
+next datagram late: the server counts only the part of a silence its send times do not explain
+(``server.netstats``), so a stalled client makes none. (A UDP match whose bot process was starved
+for 9 % of its ticks flagged 11 of 12 honest players before that.) A cheat that stamps its held
+datagrams at release looks like a stalled client and is not caught here.
 
 The statistic is Page's CUSUM (``anticheat.detectors.cusum``) over one verdict per second of
 connected play: positive when the second held at least ``holds_per_window`` silences of
-``hold_s`` to ``max_hold_s``. The server reports each gap of 80 ms or more between a player's
-arrivals (``ConnectionSample.silences_ms``).
+``hold_s`` to ``max_hold_s``. The server reports each silence of 80 ms or more
+(``ConnectionSample.silences_ms``).
 
 Defaults measured with the link emulator (``testbed.link``, 64 Hz uplink, two hours per class,
 the standard corpus's link classes; ``theta`` is the share of positive seconds):
