@@ -50,7 +50,9 @@ class JsonFormatter(logging.Formatter):
             "message": record.getMessage(),
         }
         for key, value in vars(record).items():
-            if key not in _RECORD_FIELDS and key not in doc:
+            # Private attributes are other libraries' bookkeeping, not ``extra`` fields: Ray's
+            # record factory stamps ``_ray_timestamp_ns`` on every record once it is imported.
+            if key not in _RECORD_FIELDS and key not in doc and not key.startswith("_"):
                 doc[key] = _plain(value)
         if record.exc_info:
             doc["exc_info"] = self.formatException(record.exc_info)
