@@ -44,6 +44,11 @@ class ShotClaim:
         view: (yaw, pitch) of the command that fired the shot (deg), or None when unknown; the
             shot's own angles should lie on the path from ``prev_view`` to it.
         prev_view: (yaw, pitch) of the command before (deg), or None when unknown.
+        clock_s: the shooter's command clock when it fired (s, server-validated: the sum of its
+            accepted command durations, held to real time by the timer check), which the
+            weapon state judged the shot's timing on; None when unknown (recordings made before
+            the field existed). Unlike ``time_s`` it is not squeezed when late commands arrive
+            together.
     """
 
     shooter: int
@@ -60,6 +65,7 @@ class ShotClaim:
     claimed_origin: Vec3 | None = None
     view: tuple[float, float] | None = None
     prev_view: tuple[float, float] | None = None
+    clock_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

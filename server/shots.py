@@ -233,6 +233,7 @@ def claim(p: PendingShot) -> ShotClaim:
         seq=s.cmd_seq,
         view=p.view,
         prev_view=None if p.prev_aim is None else p.prev_aim[:2],
+        clock_s=p.cmd_time_s,
     )
 
 def kill(

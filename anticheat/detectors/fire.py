@@ -23,12 +23,17 @@ Kinds (detector ``fire``):
   than the weapon reaches plus 15 m: either way the client shoots from where it is not.
 - ``backtrack``: claimed view times older than the measured latency allows, consistently.
 
-Timing. ShotResult carries only server times (no client clock or command time), so an interval
-is measured on ``time_s`` and distorted by the network: jitter can squeeze two shots closer and
-tick quantisation can shave up to a tick. Every interval is therefore judged as
-``measured + tick_allowance_s + jitter_factor * jitter`` (jitter from the SkipBook's latest
-connection sample), and a detection needs the pattern repeatedly (``*_count`` in ``*_window_s``).
-Only pellet 0 of a shot is timed, and only between shots of the same weapon.
+Timing. An interval is measured on the shooter's command clock (``claim.clock_s``): the clock
+the server's weapon state judged the shot on, held to real time by the timer check. Arrival
+times are no measure of it: a client that falls behind and catches up delivers shots 100 ms
+apart on its clock 20-30 ms apart on the server's (three such intervals flagged an honest
+assault-rifle player in a UDP match). A command-clock interval is judged as
+``measured + tick_allowance_s``. Recordings made before the clock was carried time shots on
+``time_s``, distorted by the network: jitter can squeeze two shots closer and tick
+quantisation can shave up to a tick, so those are judged as ``measured + tick_allowance_s +
+jitter_factor * jitter`` (jitter from the SkipBook's latest connection sample). Either way a
+detection needs the pattern repeatedly (``*_count`` in ``*_window_s``). Only pellet 0 of a shot
+is timed, and only between shots of the same weapon on the same clock.
 """
 
 from __future__ import annotations
@@ -66,7 +71,8 @@ class FireConfig:
         rapid_fire_interval_s: any interval below this is rapid fire for a non-automatic weapon
             (40 ms, the middle of Nex-AC's 30-50 ms).
         tick_allowance_s: added to every measured interval for tick quantisation (one 64 Hz tick).
-        jitter_factor: ... plus this many times the shooter's measured jitter (RFC 3550's, which
+        jitter_factor: ... plus, for an interval timed on arrival (a recording without the
+            command clock), this many times the shooter's measured jitter (RFC 3550's, which
             is about 1.1 sd of the delay; two delays differ by up to ~3.5 of it). On the lab's
             training corpus the factor 2 left 6 honest wifi players (35 ms jitter) at two of the
             three rapid intervals a detection needs, and flagged 2 on held-out seeds; 4 leaves
@@ -209,11 +215,13 @@ def _dist(a: Vec3, b: Vec3) -> float:
 
 
 class _PlayerFire:
-    __slots__ = ("last_weapon", "last_time_s", "bursts", "stale", "stale_peak", "last_emit")
+    __slots__ = ("last_weapon", "last_time_s", "last_on_clock", "bursts", "stale", "stale_peak", "last_emit")
 
     def __init__(self) -> None:
         self.last_weapon: int | None = None
+        # The previous timed shot: on the command clock when known (last_on_clock), else server time.
         self.last_time_s = -math.inf
+        self.last_on_clock = False
         self.bursts: dict[str, _Burst] = {}
         # Per recent shot with a claimed view time: its server time (s) when stale, else None.
         self.stale: deque[float | None] = deque()
@@ -329,12 +337,16 @@ class FireDetector(Detector):
 
     def _timing(self, st: _PlayerFire, shot: ShotResult, allowance: float) -> list[Detection]:
         cfg = self.config
-        prev_weapon, prev_time = st.last_weapon, st.last_time_s
-        st.last_weapon, st.last_time_s = shot.weapon, shot.time_s
-        if prev_weapon != shot.weapon:
+        clock = shot.claim.clock_s
+        on_clock = clock is not None
+        now = clock if clock is not None else shot.time_s
+        prev_weapon, prev_time, prev_on_clock = st.last_weapon, st.last_time_s, st.last_on_clock
+        st.last_weapon, st.last_time_s, st.last_on_clock = shot.weapon, now, on_clock
+        if prev_weapon != shot.weapon or prev_on_clock != on_clock:
             return []
-        measured = shot.time_s - prev_time
-        judged = measured + allowance
+        measured = now - prev_time
+        # The command clock carries no network jitter: only the server-time fallback is allowed it.
+        judged = measured + (cfg.tick_allowance_s if on_clock else allowance)
         try:
             spec = weapon(shot.weapon)
         except KeyError:
@@ -346,13 +358,15 @@ class FireDetector(Detector):
             out += self._emit(st, shot.shooter, shot.tick, shot.time_s, "rapid_fire", measured,
                               f"RapidFire-{measured * 1000:.0f}ms@{spec.name}",
                               {"interval_s": measured, "judged_s": judged, "limit_s": rapid_limit,
-                               "weapon": shot.weapon, "source": "interval", "count": cfg.rapid_fire_count})
+                               "weapon": shot.weapon, "source": "interval", "count": cfg.rapid_fire_count,
+                               "clock": "command" if on_clock else "server"})
         limit = cfg.auto_c_limit_s(shot.weapon)
         if limit is not None and rapid_limit <= judged < limit and st.bursts["auto_c"].add(shot.time_s):
             out += self._emit(st, shot.shooter, shot.tick, shot.time_s, "auto_c", measured,
                               f"AutoC-{measured * 1000:.0f}ms@{spec.name}",
                               {"interval_s": measured, "judged_s": judged, "limit_s": limit,
-                               "weapon": shot.weapon, "count": cfg.auto_c_count})
+                               "weapon": shot.weapon, "count": cfg.auto_c_count,
+                               "clock": "command" if on_clock else "server"})
         return out
 
     def _angles(self, st: _PlayerFire, shot: ShotResult) -> list[Detection]:
