@@ -237,7 +237,7 @@ def test_several_warnings_on_one_hit_share_one_callback_bitmask() -> None:
     ("overrides", "weapon", "reason"),
     [
         ({"0": {"rtt_ms": 700.0}}, WeaponId.PISTOL, "skip_high_ping"),
-        ({"1": {"loss": 0.08}}, WeaponId.PISTOL, "skip_high_loss"),
+        ({"1": {"loss": 0.2}}, WeaponId.PISTOL, "skip_high_loss"),
         ({"1": {"since_update_s": 2.0}}, WeaponId.PISTOL, "skip_paused"),
         ({}, WeaponId.MINIGUN, "skip_weapon"),
     ],
