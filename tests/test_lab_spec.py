@@ -120,3 +120,12 @@ def test_a_spec_file_with_a_map_path(tmp_path: Path) -> None:
     s = load_spec(tmp_path / "s.toml")
     assert Path(s.job(0).scenario.map) == tmp_path / "m.json"
     assert s.job(0).scenario.load_map().name
+
+
+def test_the_sessions_spec_plays_whole_honest_sessions_on_the_standard_links() -> None:
+    sessions, std = load_spec("sessions"), load_spec("standard")
+    assert sessions.cheaters_per_match == 0 and sessions.duration_s >= 1200  # real sessions: 20-60 min
+    assert [(link.name, link.ping_ms, link.loss) for link in sessions.links] == [
+        (link.name, link.ping_ms, link.loss) for link in std.links]
+    assert set(sessions.skills) == set(std.skills)
+    assert sessions.match_count * sessions.honest_per_match * sessions.duration_s / 3600 >= 300
