@@ -177,6 +177,17 @@ def test_proaim_teleport_warns_after_three_probes_and_needs_a_claimed_point() ->
     # Honest claims (at the chest): never.
     det = BustAim()
     assert run(det, [shot(t, speed=0.0) for t in range(1, 10)]) == []
+    # A client whose own ray missed claims no victim and the wall point its bullet reached; the
+    # server's ray (its own spread and rewind) hit. Not a teleported victim: never.
+    det = BustAim()
+    honest_misses = [replace(s, claim=replace(s.claim, claimed_victim=None))
+                     for s in (shot(t, speed=0.0, claimed=far_point) for t in range(1, 10))]
+    assert [d.kind for d in run(det, honest_misses)] == []
+    # Nor does a claim on another player than the one the server's ray hit count.
+    det = BustAim()
+    others = [replace(s, claim=replace(s.claim, claimed_victim=VICTIM + 1))
+              for s in (shot(t, speed=0.0, claimed=far_point) for t in range(1, 10))]
+    assert [d.kind for d in run(det, others)] == []
 
 
 def test_random_aim_warns_after_five_probes_beyond_ten_meters() -> None:

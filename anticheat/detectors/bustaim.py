@@ -14,8 +14,14 @@ players, skipped weapons), BustAim counts:
 - continuous shots: hits on a moving victim; warns at every multiple of ``max_continuous_shots``;
 - out of range: shooter-to-victim distance above the weapon's BustAim range (normal range + 10 m);
   warns when the streak exceeds ``out_of_range_probes``;
-- proaim teleport: the client-claimed hit point lies farther than ``max_b2v_deviation_m`` from the
-  victim's server position; warns when the streak exceeds ``proaim_teleport_probes``;
+- proaim teleport: the client claims a hit on the victim the server registered, at a point farther
+  than ``max_b2v_deviation_m`` from that victim's server position; warns when the streak exceeds
+  ``proaim_teleport_probes``. A claim naming no victim (or another one) says where the client's
+  own bullet went, not where this victim was: the server draws its own spread and rewinds by its
+  own clock, so its ray can hit a player the client's missed. It is not checkable and neither
+  counts nor resets the streak (on two held-out corpora, honest low-skill players sprayed four such
+  "misses" that the server registered as hits, 24-52 m from the claimed wall points, and were
+  flagged);
 - random aim: beyond ``min_dist_for_aim_checks_m``, the victim lies at least ``player_sphere_radius_m``
   off the claimed aim ray; warns when the streak exceeds ``random_aim_probes``. We measure the true
   perpendicular distance from the victim's chest point to the ray; BustAim took the distance to the
@@ -546,7 +552,7 @@ class BustAim(Detector):
                     values[BustAimWarning.OUT_OF_RANGE] = distance
                     limits[BustAimWarning.OUT_OF_RANGE] = rng
             claimed = shot.claim.claimed_hit_point
-            if flags & BustAimFlag.CHECK_PROAIM_TELEPORT and claimed is not None:
+            if flags & BustAimFlag.CHECK_PROAIM_TELEPORT and claimed is not None and shot.claim.claimed_victim == victim:
                 b2v = _dist(claimed, ref)
                 if b2v > cfg.max_b2v_deviation_m:
                     st.teleport += 1
