@@ -24,8 +24,8 @@ def connection_samples(core: CoreState, now_s: float) -> None:
     recent = {slot: c.recent_silences() for slot, c in clients.items()}
     for slot in clients:
         s = core.netstats.sample(slot, now_s)
-        others = [r for o, r in recent.items() if o != slot]
         kept = []
+        others = [r for o, r in recent.items() if o != slot] if ripe[slot] else []
         for end, length in ripe[slot]:
             if shared_silence(end, length, others):
                 core.counters["silences_shared"] += 1

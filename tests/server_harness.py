@@ -93,6 +93,16 @@ def make_core(game_map: GameMap | None = None, **overrides: object) -> ServerCor
     return ServerCore(cfg, game_map or arena_map(), secret=b"k" * 32, seed=1)
 
 
+def joined(core: ServerCore, name: str, port: int, ticks: int = 3) -> ScriptedClient:
+    """A scripted client connected at time 0 (address 127.0.0.1:``port``), then ``ticks`` ticks
+    run with no input from it and nothing delivered to it."""
+    client = ScriptedClient(name, ("127.0.0.1", port))
+    client.connect(core, 0.0)
+    for _ in range(ticks):
+        core.step(core.next_tick_s())
+    return client
+
+
 def place(core: ServerCore, slot: int, xy: tuple[float, float], yaw: float, client: ScriptedClient) -> None:
     """Teleport a player (test setup) and tell its scripted client where it now stands."""
     core.world.teleport(slot, (xy[0], xy[1], 0.0))
@@ -123,4 +133,4 @@ def weapon_ready(core: ServerCore, slot: int, weapon: int) -> None:
     core.weapons.sync_to(core.world)
 
 
-__all__ = ["ScriptedClient", "arena_map", "make_core", "np", "place", "run_ticks", "weapon_ready"]
+__all__ = ["ScriptedClient", "arena_map", "joined", "make_core", "np", "place", "run_ticks", "weapon_ready"]

@@ -16,7 +16,7 @@ import pytest
 
 from physics.buttons import Buttons
 from server import protocol as proto
-from tests.server_harness import ScriptedClient, make_core, place, weapon_ready
+from tests.server_harness import joined, make_core, place, weapon_ready
 from world.weapons import WeaponId
 
 DT = 1.0 / 64
@@ -44,10 +44,6 @@ class _Recording(FireDetector):
         return out
 
 
-def client_shots(core, slot: int) -> int:  # type: ignore[no-untyped-def]
-    return int(core.by_slot[slot].shots_fired)
-
-
 def _lag_s(t: float) -> float:
     """How far behind (s) the client's sending runs at server time ``t``: 3.4 s of falling
     behind to 0.765 s, then a catch-up over 9 ticks, again and again (as traced in a UDP match)."""
@@ -66,10 +62,7 @@ def _play(lagging: bool, every: int = 7) -> tuple[_Recording, int, int]:
     core = make_core()
     fire = _Recording()
     core.pipeline = DetectionPipeline([fire], SkipBook())
-    client = ScriptedClient("sprayer", ("127.0.0.1", 5003))
-    client.connect(core, 0.0)
-    for _ in range(3):
-        client.deliver(core.step(core.next_tick_s()))
+    client = joined(core, "sprayer", 5003)
     place(core, client.slot, (10.0, 30.0), 0.0, client)
     sent = 0  # commands sent, one INPUT each
     while core.time_s < 12.0:
@@ -83,7 +76,7 @@ def _play(lagging: bool, every: int = 7) -> tuple[_Recording, int, int]:
             shots = (proto.Shot(0, int(WeaponId.ASSAULT_RIFLE), 0.0, 0.0, now - 0.05),) if firing else ()
             core.receive(client.address, client.command(now, buttons=_FIRE if firing else 0, shots=shots), now - 0.001)
         client.deliver(core.step(now))
-    return fire, client_shots(core, client.slot), int(core.rejections.get("shot_too_soon", 0))
+    return fire, int(core.by_slot[client.slot].shots_fired), int(core.rejections.get("shot_too_soon", 0))
 
 
 def test_a_client_that_falls_behind_and_catches_up_is_no_rapid_fire() -> None:

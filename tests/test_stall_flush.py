@@ -16,7 +16,7 @@ from anticheat.pipeline import DetectionPipeline
 from anticheat.skip import SkipBook
 from bots.prediction import MoveState, Predictor, state_from_correction
 from server import protocol as proto
-from tests.server_harness import ScriptedClient, make_core, place
+from tests.server_harness import ScriptedClient, joined, make_core, place
 from server.inputs import MOVE_SPEED_M_S
 
 DT = 1.0 / 64
@@ -72,10 +72,7 @@ def _play(stalls: int) -> tuple[int, list[MovementEvidence], int]:
     core = make_core()
     log = _MovementLog()
     core.pipeline = DetectionPipeline([log], SkipBook())
-    client = ScriptedClient("runner", ("127.0.0.1", 5001))
-    client.connect(core, 0.0)
-    for _ in range(3):
-        core.step(core.next_tick_s())
+    client = joined(core, "runner", 5001)
     place(core, client.slot, (10.0, 30.0), 0.0, client)
     runner = _Runner(core, client)
     held: list[bytes] = []
@@ -115,10 +112,7 @@ def test_a_respawn_leaves_the_timer_balance_alone() -> None:
     from server.respawns import respawn_due
 
     core = make_core()
-    client = ScriptedClient("lagger", ("127.0.0.1", 5002))
-    client.connect(core, 0.0)
-    for _ in range(3):
-        core.step(core.next_tick_s())
+    client = joined(core, "lagger", 5002)
     slot, now = client.slot, core.time_s
     core.timer.balance_s[slot], core.timer.last_now_s[slot] = -0.1, now
     core.by_slot[slot].respawn_at_s = now
