@@ -1,4 +1,4 @@
-"""Statistical aim analysis (AimStats) and population outliers on synthetic streams."""
+"""Statistical aim analysis (AimStats) and population z-scores on synthetic streams."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from anticheat.detectors.aimstats import AimStatsConfig, AimStatsDetector, angular_step_compiled, angular_step_deg, score
 from anticheat.events import AimSample, Buttons, ConnectionSample, Detection, ShotClaim, ShotResult, SpawnEvent
-from anticheat.detectors.population import PopulationConfig, PopulationDetector, leave_one_out_z, outliers
+from anticheat.detectors.population import PopulationConfig, PopulationDetector, leave_one_out_z
 from anticheat.skip import SkipBook, SkipConfig, SkipReason
 from lagcomp.shot import RewindDecision
 
@@ -243,35 +243,45 @@ def test_leave_one_out_property(values: list[float]) -> None:
             assert z[i] == pytest.approx((x[i] - others.mean()) / ref_sd, rel=1e-6, abs=1e-9)
 
 
-def test_outlier_flagged_against_the_others() -> None:
+def _ratios(det: PopulationDetector, heads: dict[int, float], hits_of_60: int = 40) -> None:
+    """Feed each player 60 rays, ``hits_of_60`` of them hits, ``heads[p]`` of the hits on the head."""
+    players = sorted(heads)
+    book = good_book(*players, *(100 + p for p in players))
+    for p in players:
+        n_heads = round(heads[p] * hits_of_60)
+        hit_i = 0
+        for i in range(60):
+            hit = i < hits_of_60
+            bone = (2 if hit_i < n_heads else 4) if hit else 0
+            hit_i += hit
+            det.on_shot(_shot(p, i, 100 + p if hit else None, bone), book)
+
+
+def test_population_z_is_against_the_others() -> None:
     rng = np.random.default_rng(11)
-    metrics = {p: {"headshot_ratio": float(v)} for p, v in enumerate(rng.normal(0.22, 0.04, size=10))}
-    metrics[99] = {"headshot_ratio": 0.75}
-    found = outliers(metrics)
-    assert [o.player for o in found] == [99]
-    assert found[0].z > 3.0 and found[0].others == 10
+    heads = {p: float(v) for p, v in enumerate(rng.uniform(0.15, 0.30, size=10))} | {99: 0.75}
+    det = PopulationDetector()
+    _ratios(det, heads)
+    ratio = {p: m["headshot_ratio"] for p, m in det.metrics().items()}
+    others = np.array([v for p, v in ratio.items() if p != 99])
+    z = (ratio[99] - others.mean()) / others.std(ddof=1)
+    assert det.scores(99)["headshot_ratio"] == pytest.approx(z / 3.0) and z > 3.0
     # Including the cheater in his own baseline would have hidden him: max z of 11 values < 3.02.
-    vals = np.array([m["headshot_ratio"] for m in metrics.values()])
+    vals = np.array(list(ratio.values()))
     assert (vals.max() - vals.mean()) / vals.std(ddof=1) < 3.02
 
 
-def test_small_populations_and_zero_spread_give_no_verdict() -> None:
-    four = {p: {"hit_ratio": 0.2} for p in range(3)} | {3: {"hit_ratio": 0.9}}
-    assert outliers(four) == []
-    flat = {p: {"hit_ratio": 0.2} for p in range(8)} | {8: {"hit_ratio": 0.3}}
-    assert outliers(flat) == []
-    floored = outliers(flat, PopulationConfig(sd_floor=(("hit_ratio", 0.02),)))
-    assert [o.player for o in floored] == [8] and floored[0].z == pytest.approx(5.0)
-
-
-def test_low_time_to_kill_is_the_suspicious_side() -> None:
-    rng = np.random.default_rng(2)
-    metrics = {p: {"time_to_kill_s": float(v)} for p, v in enumerate(rng.normal(0.8, 0.1, size=9))}
-    metrics[50] = {"time_to_kill_s": 0.1}
-    assert [o.player for o in outliers(metrics)] == [50]
-    del metrics[50]
-    metrics[51] = {"time_to_kill_s": 1.8}  # slow killers are not suspicious
-    assert outliers(metrics) == []
+def test_small_populations_and_zero_spread_score_nothing() -> None:
+    four = PopulationDetector()
+    _ratios(four, {0: 0.2, 1: 0.2, 2: 0.25, 3: 0.9})
+    assert four.scores(3) == {"hit_ratio": 0.0, "headshot_ratio": 0.0}
+    flat = {p: 0.2 for p in range(8)} | {8: 0.3}
+    det = PopulationDetector()
+    _ratios(det, flat)
+    assert det.scores(8)["headshot_ratio"] == 0.0
+    floored = PopulationDetector(PopulationConfig(sd_floor=(("headshot_ratio", 0.02),)))
+    _ratios(floored, flat)
+    assert floored.scores(8)["headshot_ratio"] == pytest.approx((0.3 - 0.2) / 0.02 / 3.0)
 
 
 def _shot(shooter: int, i: int, victim: int | None, bone: int, weapon: int = 2, pellet: int = 0) -> ShotResult:
@@ -285,26 +295,23 @@ def _shot(shooter: int, i: int, victim: int | None, bone: int, weapon: int = 2, 
     )
 
 
-def test_population_detector_counts_and_flags() -> None:
+def test_population_detector_counts_and_never_detects() -> None:
     players = list(range(8))
     book = good_book(*players, *(100 + p for p in players))
     det = PopulationDetector()
     rng = np.random.default_rng(9)
+    found = []
     for p in players:
         heads = 0.9 if p == 7 else float(rng.uniform(0.15, 0.3))
         for i in range(60):
             hit = i % 3 != 0
             bone = 2 if hit and rng.random() < heads else (4 if hit else 0)
-            det.on_shot(_shot(p, i, 100 + p if hit else None, bone), book)
+            found += det.on_shot(_shot(p, i, 100 + p if hit else None, bone), book)
     m = det.metrics()
     assert m[0]["hit_ratio"] == pytest.approx(40 / 60)
-    found = det.evaluate(tick=1000, time_s=20.0)
-    assert [(d.player, d.kind) for d in found] == [(7, "outlier_headshot_ratio")]
-    assert found[0].detector == "population" and found[0].value > 3.0
-    # Extra metrics from other detectors join the table.
-    extra = {p: {"aim_score": 0.1 + 0.01 * p} for p in range(7)} | {7: {"aim_score": 0.95}}
-    kinds = {d.kind for d in det.evaluate(1000, 20.0, extra) if d.player == 7}
-    assert kinds == {"outlier_headshot_ratio", "outlier_aim_score"}
+    assert found == [] and det.scores(7)["headshot_ratio"] > 1.0
+    det.reset_player(7)
+    assert det.scores(7) == {} and 7 not in det.metrics()
 
 
 # --- batched evaluation: same detections as a sample-by-sample analysis --------------------------

@@ -32,11 +32,7 @@ from anticheat.detectors.cbug import CbugConfig, CbugDetector
 from anticheat.detectors.fire import FireDetector
 from anticheat.detectors.iw4m.detector import IW4MDetector
 from anticheat.detectors.movement import MovementDetector
-from anticheat.detectors.population import (
-    PopulationConfig,
-    PopulationDetector,
-    outliers,
-)
+from anticheat.detectors.population import PopulationDetector, leave_one_out_z
 from anticheat.detectors.recoil import RecoilDetector
 from anticheat.detectors.trigger import (
     LOG_LR,
@@ -666,7 +662,7 @@ def test_aimdetect_llr_is_the_cusum_peak_over_h(model: TrainedModel) -> None:
     assert found[0].value / det.h >= 1.0 and c.peak >= det.h
 
 
-def test_population_scores_are_the_z_that_evaluate_judges() -> None:
+def test_population_scores_are_leave_one_out_z_over_k_sigma() -> None:
     players = list(range(8))
     book = aimstats_t.good_book(*players, *(100 + p for p in players), 50)
     det = PopulationDetector()
@@ -678,21 +674,16 @@ def test_population_scores_are_the_z_that_evaluate_judges() -> None:
             bone = 2 if hit and rng.random() < heads else (4 if hit else 0)
             det.on_shot(aimstats_t._shot(p, i, 100 + p if hit else None, bone), book)
     det.on_shot(aimstats_t._shot(50, 0, None, 0), book)  # a newcomer: too few shots for any ratio
-    found = det.evaluate(tick=1000, time_s=20.0)
-    assert [(d.player, d.kind) for d in found] == [(7, "outlier_headshot_ratio")]
-    assert det.scores(7)["headshot_ratio"] == pytest.approx(found[0].value / 3.0)
-    assert det.scores(7)["headshot_ratio"] >= 1.0
-    # Every finite z, whatever its size: the scores are those z over k_sigma = 3. Every player hits
-    # 40 of 60 rays, so hit_ratio has no spread and no z.
-    z = {(o.player, o.metric): o.z for o in outliers(det.metrics(), PopulationConfig(k_sigma=-math.inf))}
-    assert {metric for _, metric in z} == {"headshot_ratio"}
+    # Every player hits 40 of 60 rays, so hit_ratio has no spread and no z.
+    ratio = np.array([det.metrics()[p]["headshot_ratio"] for p in players])
+    z, _, _ = leave_one_out_z(ratio)
     for p in players:
         scores = det.scores(p)
-        assert scores == {"hit_ratio": 0.0, "headshot_ratio": pytest.approx(z[p, "headshot_ratio"] / 3.0)}
+        assert scores == {"hit_ratio": 0.0, "headshot_ratio": pytest.approx(z[p] / 3.0)}
         assert (scores["headshot_ratio"] >= 1.0) is (p == 7)
     assert det.scores(50) == {"hit_ratio": 0.0, "headshot_ratio": 0.0}
     assert det.scores(UNKNOWN) == {}
-    # Too few players: no verdict, no score.
+    # Too few players: no score.
     small = PopulationDetector()
     for p in range(3):
         for i in range(40):

@@ -287,6 +287,7 @@ def test_every_config_field_can_be_overridden_from_toml() -> None:
     from anticheat.detectors.aimdetect.detector import AimDetectConfig
     from anticheat.detectors.aimstats import AimStatsConfig
     from anticheat.detectors.population import PopulationConfig
+    from anticheat.skip import SkipConfig
 
     text = """
     [fire]
@@ -300,19 +301,21 @@ def test_every_config_field_can_be_overridden_from_toml() -> None:
     window_samples = 1024
     [population]
     sd_floor = [["hit_ratio", 0.02]]
-    lower_is_suspicious = ["time_to_kill_s", "reaction_s"]
+    [skip]
+    exempt_players = [3, 5]
     [aimdetect]
     false_alarm_player_hours = 500
     [aimdetect.features]
     shot_ring = 16
     """
     configs = {"fire": FireConfig(), "movement": MovementConfig(), "aimstats": AimStatsConfig(),
-               "population": PopulationConfig(), "aimdetect": AimDetectConfig()}
+               "population": PopulationConfig(), "aimdetect": AimDetectConfig(), "skip": SkipConfig()}
     out = tolerances.apply_all(configs, tolerances.load_overrides(text))
     assert out["fire"].auto_c_limit_s(PISTOL) == 0.25 and out["fire"].backtrack_min == 7
     assert out["movement"].teleport.count == 2 and out["movement"].lag_grace_s == 2.0
     assert out["aimstats"].window_samples == 1024
     assert out["population"].sd_floor == (("hit_ratio", 0.02),)
+    assert out["skip"].exempt_players == frozenset({3, 5})
     assert out["aimdetect"].false_alarm_player_hours == 500.0 and out["aimdetect"].features.shot_ring == 16
     with pytest.raises(tolerances.ToleranceError):
         tolerances.apply_all(configs, tolerances.load_overrides("[fire]\nbacktrack_min = 30\n"))

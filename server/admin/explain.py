@@ -41,12 +41,6 @@ def _rapid_fire(value: float, ev: Evidence) -> str:
     return f"Fired faster than the weapon allows: {_ms(value)} between shots."
 
 
-def _outlier(value: float, ev: Evidence) -> str:
-    metric = str(ev.get("metric", "a statistic")).replace("_", " ")
-    return (f"Their {metric} ({_num(ev, 'value'):.3g}) is {value:.1f} standard deviations beyond the other "
-            f"players' (mean {_num(ev, 'others_mean'):.3g}). Good players are outliers too: weak evidence alone.")
-
-
 EXPLANATIONS: dict[str, Sentence] = {
     # movement (the server's own simulation against the client's claims)
     "movement:speed": lambda v, ev: (
@@ -151,7 +145,6 @@ _BY_DETECTOR: dict[str, str] = {
     "bustaim": "BustAim's hit checks warned.",
     "iw4m": "IW4MAdmin's statistics flagged the player.",
     "cbug": "The player used the crouch-cancel exploit (C-bug) to fire faster than the weapon allows.",
-    "population": "A statistic of the player is far beyond the other players'.",
 }
 
 
@@ -163,8 +156,6 @@ def known_kinds() -> tuple[str, ...]:
 def explain(detector: str, kind: str, value: float, evidence: Evidence) -> str:
     """The plain-language sentence for one detection (never raises)."""
     sentence = EXPLANATIONS.get(f"{detector}:{kind}")
-    if sentence is None and kind.startswith("outlier_"):
-        sentence = _outlier
     if sentence is None and kind in ("desync", "unplayable_link"):
         sentence = EXPLANATIONS[f"link:{kind}"]
     if sentence is None and detector == "cbug":
