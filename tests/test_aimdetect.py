@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 from collections.abc import Sequence
 
@@ -145,6 +147,28 @@ def test_shotgun_pellets_count_as_one_attempt_and_any_pellet_hit_is_a_hit() -> N
     assert f.crouch_hit_ratio == 1.0
 
 
+def test_shot_departure_is_the_largest_excess_over_the_crosshairs_motion_since_the_last_kill() -> None:
+    fx = FeatureExtractor()
+
+    def claimed(tick: int, yaw: float, view: tuple[float, float] | None, prev: tuple[float, float] | None,
+                pellet: int = 0) -> ShotResult:
+        base = shot(1, tick, None, pellet=pellet)
+        return dataclasses.replace(base, claim=dataclasses.replace(base.claim, yaw_deg=yaw, view=view, prev_view=prev))
+
+    fx.on_spawn(SpawnEvent(player=1, tick=0, time_s=0.0))
+    fx.on_shot(claimed(1, 10.0, (10.0, 0.0), (0.0, 0.0)))   # along the view: 0
+    fx.on_shot(claimed(2, 25.0, (10.0, 0.0), (0.0, 0.0)))   # 15 off, view moved 10: 5 beyond
+    fx.on_shot(claimed(3, 14.0, (10.0, 0.0), (10.0, 0.0)))  # 4 off a still view: 4
+    fx.on_shot(claimed(3, 90.0, (10.0, 0.0), (10.0, 0.0), pellet=1))  # pellets share pellet 0's angles
+    first = fx.on_kill(kill(1, 2, 4))
+    assert first.shot_departure_deg == pytest.approx(5.0)
+    fx.on_shot(claimed(5, 3.0, None, None))  # no view claimed: no evidence
+    assert fx.on_kill(kill(1, 3, 6)).shot_departure_deg == 0.0
+    fx.on_shot(claimed(7, 40.0, (10.0, 0.0), (10.0, 0.0)))
+    fx.on_spawn(SpawnEvent(player=1, tick=8, time_s=8 * TICK))  # a new life forgets the last one's shots
+    assert fx.on_kill(kill(1, 4, 9)).shot_departure_deg == 0.0
+
+
 # --- synthetic labelled features ---------------------------------------------------------------
 
 
@@ -169,8 +193,10 @@ def synthetic_kills(rng: np.random.Generator, n: int, cheater: bool) -> np.ndarr
     corr = rng.uniform(0.6, 1.0, n) if cheater else rng.uniform(-0.5, 0.5, n)
     segment = rng.exponential(0.6, n)
     at_kill = rng.exponential(0.5 if cheater else 1.5, n)
+    # A hand's shots fly along its crosshair; some aimbots (silent aim) send other angles.
+    departure = np.where(rng.random(n) < (0.2 if cheater else 0.0), rng.exponential(8.0, n), 0.0)
     return np.column_stack([attempts, deaths, ttk, accel, crouch, hard_hits, hard_ratio, suspicion, lock, track,
-                            amplitude, duration, peak_at, peak_mean, corr, segment, at_kill]).astype(float)
+                            amplitude, duration, peak_at, peak_mean, corr, segment, at_kill, departure]).astype(float)
 
 
 def synthetic_model(seed: int = 1) -> TrainedModel:

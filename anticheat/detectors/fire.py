@@ -46,16 +46,30 @@ from dataclasses import dataclass
 
 from anticheat.detector import NO_DETECTIONS, NO_SCORES, Detector
 from anticheat.detectors.aimstats import angular_step_deg
-from anticheat.events import Detection, FireEvidence, FireKind, RewindDecision, ShotResult, SpawnEvent
+from anticheat.events import Detection, FireEvidence, FireKind, RewindDecision, ShotClaim, ShotResult, SpawnEvent
 from anticheat.skip import SkipBook
 from world.constants import STANDING_CHEST_M
 from world.weapons import WeaponId, weapon
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FireConfig", "FireDetector"]
+__all__ = ["FireConfig", "FireDetector", "shot_departure_deg"]
 
 Vec3 = tuple[float, float, float]
+
+
+def shot_departure_deg(claim: ShotClaim) -> tuple[float, float]:
+    """(how far the shot's angles are from its command's view, how far the view moved since the
+    command before), both in degrees; (0, 0) when the claim carries no view. A shot may fall
+    anywhere along the crosshair's motion (sub-tick input), so only the part of the first beyond
+    the second is evidence of angles the crosshair never took (silent aim)."""
+    cmd = claim.view
+    if cmd is None or (claim.yaw_deg == cmd[0] and claim.pitch_deg == cmd[1]):
+        return 0.0, 0.0  # unknown, or the usual case: the shot flew along its command's view
+    off = angular_step_deg(cmd[0], cmd[1], claim.yaw_deg, claim.pitch_deg)
+    prev = claim.prev_view
+    moved = angular_step_deg(prev[0], prev[1], cmd[0], cmd[1]) if prev is not None else 0.0
+    return off, moved
 
 
 @dataclass(frozen=True, slots=True)
@@ -370,16 +384,8 @@ class FireDetector(Detector):
         return out
 
     def _angles(self, st: _PlayerFire, shot: ShotResult) -> list[Detection]:
-        claim = shot.claim
-        cmd = claim.view
-        if cmd is None or (claim.yaw_deg == cmd[0] and claim.pitch_deg == cmd[1]):
-            return []  # unknown, or the usual case: the shot flew along its command's view
-        off = angular_step_deg(cmd[0], cmd[1], claim.yaw_deg, claim.pitch_deg)
+        off, moved = shot_departure_deg(shot.claim)
         tolerance = self.config.angle_tolerance_deg
-        if off <= tolerance:
-            return []
-        prev = claim.prev_view
-        moved = angular_step_deg(prev[0], prev[1], cmd[0], cmd[1]) if prev is not None else 0.0
         if off <= moved + tolerance or not st.bursts["silent_aim_angles"].add(shot.time_s):
             return []
         return self._emit(st, shot.shooter, shot.tick, shot.time_s, "silent_aim_angles", off,

@@ -1,4 +1,5 @@
-"""AimDetect's eight per-kill features, extracted from the event stream (REFERENCES section 5).
+"""AimDetect's per-kill features from the event stream: the paper's eight (REFERENCES section 5),
+the aim trajectory's nine and the shots' own angles.
 
 The paper names the features (attack attempts, deaths before the kill, time to kill, cursor
 acceleration, hit ratio while crouching, state-aware hits, state-aware hit ratio, headshot
@@ -21,6 +22,7 @@ import numpy as np
 
 from anticheat.detectors.aimstats import angular_step_compiled
 from anticheat.detectors.aimdetect.trajectory import TRAJECTORY_NAMES, trajectory_features
+from anticheat.detectors.fire import shot_departure_deg
 from anticheat.events import AimSample, KillEvent, ShotResult, SpawnEvent
 
 __all__ = ["FEATURE_NAMES", "FeatureConfig", "FeatureExtractor", "KillFeatures"]
@@ -37,8 +39,11 @@ OUTCOME_NAMES: tuple[str, ...] = (
 )
 """The paper's eight features."""
 
-FEATURE_NAMES: tuple[str, ...] = OUTCOME_NAMES + TRAJECTORY_NAMES
-"""The paper's eight, then the aim trajectory's nine (``trajectory``)."""
+SHOT_NAMES: tuple[str, ...] = ("shot_departure_deg",)
+"""What the shots' own angles say (``KillFeatures.shot_departure_deg``)."""
+
+FEATURE_NAMES: tuple[str, ...] = OUTCOME_NAMES + TRAJECTORY_NAMES + SHOT_NAMES
+"""The paper's eight, then the aim trajectory's nine (``trajectory``), then the shots' one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +105,12 @@ class KillFeatures:
             distance, atan(head_radius_m / distance). A headshot at the end of a long flick onto
             a far head is hard for a hand and trivial for an aimbot. 0 for other kills.
         lock_fraction ... angle_at_kill_deg: the aim trajectory onto the victim (``trajectory``).
+        shot_departure_deg: the largest departure (deg) of a shot's angles from the path its
+            crosshair took, among the shots counted in ``attempts``: how far the shot's angles
+            lie from its command's view beyond how far that view moved since the command before
+            (``fire.shot_departure_deg``). A hand's shot flies along its crosshair; silent aim's
+            angles jump onto the target while the reported view stays human, which the view
+            features above cannot see. 0 when the claims carry no view.
     """
 
     attempts: float
@@ -119,6 +130,7 @@ class KillFeatures:
     speed_angle_correlation: float = 0.0
     segment_s: float = 0.0
     angle_at_kill_deg: float = 0.0
+    shot_departure_deg: float = 0.0
 
     def as_array(self) -> np.ndarray:
         """The features as a float64 vector in ``FEATURE_NAMES`` order."""
@@ -139,7 +151,7 @@ class _PlayerFeatures:
     """Bounded per-player extraction state."""
 
     __slots__ = ("aim", "last", "target_changed_s", "attempts", "deaths", "engage_victim",
-                 "engage_start_s", "engage_last_s", "shots")
+                 "engage_start_s", "engage_last_s", "shots", "departure")
 
     def __init__(self, cfg: FeatureConfig) -> None:
         self.aim: deque[tuple[float, float, float, float, float]] = deque(maxlen=cfg.aim_ring)
@@ -151,12 +163,14 @@ class _PlayerFeatures:
         self.engage_start_s = 0.0
         self.engage_last_s = -math.inf
         self.shots: deque[_ShotRecord] = deque(maxlen=cfg.shot_ring)
+        self.departure = 0.0
 
     def new_life(self) -> None:
         self.aim.clear()
         self.last = None
         self.target_changed_s = -math.inf
         self.attempts = 0
+        self.departure = 0.0
         self.engage_victim = None
         self.engage_last_s = -math.inf
 
@@ -209,6 +223,9 @@ class FeatureExtractor:
                 self._engage(st, shot.victim, shot.time_s)
             return
         st.attempts += 1
+        off, moved = shot_departure_deg(shot.claim)
+        if off - moved > st.departure:
+            st.departure = off - moved
         s = st.last
         crouched = s is not None and s.stance == 1
         hard = s is not None and (
@@ -254,8 +271,10 @@ class FeatureExtractor:
             hard_hit_ratio=(hard_hits / len(hard_shots)) if hard_shots else 0.0,
             headshot_suspicion=flick,
             **dict(zip(TRAJECTORY_NAMES, path.tolist())),
+            shot_departure_deg=st.departure,
         )
         st.attempts = 0
+        st.departure = 0.0
         st.deaths = 0
         st.engage_victim = None
         if kill.victim != kill.killer:
