@@ -165,6 +165,12 @@ def test_holdout_measures_the_final_model(data: tuple[np.ndarray, np.ndarray]) -
     assert (out["tp"], out["fn"], out["fp"], out["tn"]) == (m.tp, m.fn, m.fp, m.tn)
     assert out["tpr_by_group"] == dict(m.tpr_by_group) and set(out["tpr_by_group"]) == {"snap", "smooth"}
     assert out["auc"] == m.auc and out["n"] == 200 and np.array_equal(out["roc_tpr"], m.roc_tpr)
+    # The ROC read at other operating points, by hand: the best TPR with at most k honest rows above.
+    cheats = np.sort(scores[hy == 1])
+    for rate in ("0.01", "0.05", "0.1"):
+        k = int(float(rate) * 100 + 1e-9)
+        cut = np.sort(honest)[::-1][k]  # the (k+1)-th highest honest score: positives must beat it
+        assert out["tpr_at_fpr"][rate] == pytest.approx(np.mean(cheats > cut))
 
 
 def test_jeffreys_smoothing_by_hand() -> None:

@@ -108,8 +108,9 @@ def add_lab_parser(sub: Any) -> None:
     train.add_argument("dir", help="the training corpus")
     train.add_argument("--holdout", metavar="DIR", help="measure the rates and ROC on this corpus's kills "
                        "(otherwise out-of-fold, grouped by match)")
-    train.add_argument("--target-fpr", type=positive_float, default=0.05,
-                       help="per-kill false-positive rate of honest kills the threshold allows (default 0.05)")
+    train.add_argument("--target-fpr", type=positive_float, default=0.02,
+                       help="per-kill false-positive rate of honest kills the threshold allows (default 0.02: "
+                            "the sequential test needs fewer kills at a strict operating point)")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--out", metavar="PATH", help="model files PATH.npz and PATH.json (default DIR/aimdetect)")
     train.add_argument("--json", action="store_true", help="print the measured rates as one JSON object")

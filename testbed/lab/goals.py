@@ -121,7 +121,7 @@ def goals(store: LabStore, run: str = "base", kill_rates: Mapping[str, Any] | No
                                     "auc": model.auc, "measured": model.meta.get("measured", "held-out"),
                                     "tp": model.tp, "fn": model.fn, "fp": model.fp, "tn": model.tn}
     if kill_rates is not None:
-        keep = ("tp", "fn", "fp", "tn", "tpr", "fpr", "auc", "n", "fpr_by_group", "tpr_by_group")
+        keep = ("tp", "fn", "fp", "tn", "tpr", "fpr", "auc", "n", "fpr_by_group", "tpr_by_group", "tpr_at_fpr")
         out["5_aimdetect_this_corpus"] = json.loads(json.dumps({k: kill_rates[k] for k in keep if k in kill_rates},
                                                                default=float))
     return out
@@ -162,6 +162,9 @@ def goal_rows(g: Mapping[str, Any]) -> list[tuple[str, str]]:
     if "5_aimdetect_this_corpus" in g:
         m = g["5_aimdetect_this_corpus"]
         rows.append((f"5 AimDetect per kill, this corpus ({m['n']})", f"TPR {m['tpr']:.3f} at FPR {m['fpr']:.3f}"))
+        if "tpr_at_fpr" in m:
+            rows.append(("5 AimDetect ROC, this corpus", f"TPR {m['tpr_at_fpr']['0.06']:.3f} at FPR <= 0.06; "
+                                                         f"AUC {m['auc']:.3f}"))
     rows.append(("6 blatant at KICK+ within 60 s", _pct(g["6_blatant_kick_60"]["pooled"])))
     rows.append(("6 honest above LOG", _pct(g["6_honest_above_log"])))
     return rows

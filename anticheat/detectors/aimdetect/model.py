@@ -73,6 +73,9 @@ SHIPPED_MODEL = "aimdetect"
 ROC_POINTS = 200
 """Most points kept of a held-out ROC curve (stored in the JSON sidecar)."""
 
+ROC_READINGS: tuple[float, ...] = (0.01, 0.02, 0.05, 0.06, 0.10)
+"""False-positive rates at which ``evaluate`` reads the ROC's best TPR (``tpr_at_fpr``)."""
+
 DEFAULT_PARAMS: Mapping[str, Any] = MappingProxyType({
     "max_iter": 300,
     "learning_rate": 0.05,
@@ -507,10 +510,19 @@ def evaluate(model: TrainedModel, x: np.ndarray, y: np.ndarray, strata: np.ndarr
     """Rates of ``model`` on new labelled rows at its own threshold (e.g. a held-out corpus).
 
     Returns tp, fn, fp, tn, tpr, fpr (Jeffreys-smoothed), fpr_by_group, tpr_by_group, auc,
-    roc_fpr, roc_tpr, roc_threshold (thinned to ``ROC_POINTS``) and n (rows).
+    roc_fpr, roc_tpr, roc_threshold (thinned to ``ROC_POINTS``), tpr_at_fpr (``{"0.06": TPR}``: the
+    ROC's best TPR at FPR <= each of ``ROC_READINGS``, read off the full curve: another operating
+    point of the same scores) and n (rows).
     """
+    from sklearn.metrics import roc_curve
+
     xs, ys = _check_xy(x, y, model.n_features, "evaluation set")
-    out = _rates(model.score(xs), ys, _check_strata(strata, ys.shape[0], "evaluation set"), model.threshold)
+    scores = model.score(xs)
+    out = _rates(scores, ys, _check_strata(strata, ys.shape[0], "evaluation set"), model.threshold)
+    if 0 < int(ys.sum()) < ys.shape[0]:
+        roc_fpr, roc_tpr, _ = roc_curve(ys.astype(np.int64), scores)
+        out["tpr_at_fpr"] = {f"{r:g}": float(roc_tpr[np.searchsorted(roc_fpr, r, side="right") - 1])
+                             for r in ROC_READINGS}
     out["n"] = int(ys.shape[0])
     return out
 
