@@ -354,6 +354,8 @@ class DetectionPipeline:
         if event.kind == "connect":
             self.reset_player(event.player)
             self.bind(event.player, event.name)
+            if self.policy is not None:
+                self.policy.observe(self.key_of(event.player), self.clock())
             self._notify_session(event)
         elif event.kind == "disconnect":
             self._notify_session(event)

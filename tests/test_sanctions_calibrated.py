@@ -77,6 +77,49 @@ def test_a_lone_finding_of_a_kind_cheats_produce_by_the_hundred_is_not_conclusiv
     assert policy.evaluate("p", NOW + 1).recommended is SanctionLevel.LOG
 
 
+def test_a_player_observed_for_less_than_the_window_is_judged_on_the_time_observed() -> None:
+    cfg = SanctionConfig(kind_rates=RATES, evaluation_step_s=0.0)
+    prior = math.log(cfg.conclusive_prior / (1 - cfg.conclusive_prior))
+
+    def posterior(n: int, exposure_s: float) -> float:
+        return 1 / (1 + math.exp(-(prior + n * math.log(3000.0) - 299.9 * exposure_s / 3600)))
+
+    # Two speed findings 50 s into a session: against 50 s of play, no cheat-free explanation; against
+    # the 300 s window, a cheat would have made about 25.
+    assert posterior(2, 300.0) < cfg.conclusive_weight <= posterior(2, 60.0)
+    watched, unknown = SanctionPolicy(cfg), SanctionPolicy(cfg)
+    watched.observe("p", NOW)
+    watched.observe("p", NOW + 40)  # a reconnect: the first connect stays the start
+    assert watched.observed_from("p") == NOW and unknown.observed_from("p") is None
+    for policy in (watched, unknown):
+        policy.add_detection(1, "p", _detection("movement", "speed", severity=0.3), NOW + 10)
+        policy.add_detection(2, "p", _detection("movement", "speed", severity=0.3), NOW + 50)
+    d = watched.evaluate("p", NOW + 50)
+    assert d.recommended is SanctionLevel.KICK
+    assert d.reasons[0].startswith("conclusive: movement findings of the last 60 s give a posterior of")
+    assert unknown.evaluate("p", NOW + 50).recommended is SanctionLevel.LOG
+    # The exposure is never shorter than conclusive_min_window_s: a lone finding in the first
+    # seconds is as weak as against a minute (ln 3000 - 5.0 < the 3.9 the prior needs).
+    early = SanctionPolicy(cfg)
+    early.observe("p", NOW)
+    early.add_detection(1, "p", _detection("movement", "speed", severity=0.3), NOW + 2)
+    assert posterior(1, 60.0) < cfg.conclusive_weight <= posterior(1, 2.0)
+    assert early.evaluate("p", NOW + 2).recommended is SanctionLevel.LOG
+
+
+def test_the_pipeline_observes_a_player_from_its_connect() -> None:
+    from anticheat.events import SessionEvent
+    from anticheat.pipeline import DetectionPipeline
+
+    clock = [NOW + 7.0]
+    policy = SanctionPolicy(SanctionConfig())
+    from anticheat.skip import SkipBook
+
+    pipeline = DetectionPipeline([], SkipBook(), policy=policy, clock=lambda: clock[0])
+    pipeline.feed(SessionEvent(player=3, tick=1, time_s=7.0, kind="connect", name="alice"))
+    assert policy.observed_from("alice") == NOW + 7.0
+
+
 def test_unrated_kinds_never_make_a_family_conclusive() -> None:
     policy = SanctionPolicy(SanctionConfig(kind_rates=RATES, evaluation_step_s=0.0))
     for i in range(20):

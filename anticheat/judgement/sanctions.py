@@ -48,7 +48,8 @@ An uncalibrated kind weighs ``severity * recency`` as before. Conclusive evidenc
 gives each kind two rates per player-hour, honest players' (upper 95 % bound) and that of the
 cheaters it is most typical of (lower 95 % bound). Over the last ``conclusive_window_s`` seconds a
 family whose kinds fired n_k times has the Poisson log likelihood ratio
-sum_k [n_k ln(c_k / h_k) - (c_k - h_k) W] (W the window, in hours): a count the cheat would
+sum_k [n_k ln(c_k / h_k) - (c_k - h_k) W] (W the window in hours, or the time the player has been
+observed when that is shorter, but at least ``conclusive_min_window_s``): a count the cheat would
 produce and an honest player would not raises it, a lone finding of a kind the cheat produces by
 the hundred lowers it. Different cheats make one kind at very different rates (a rage aimbot locks
 on ten times as often as a lock aimbot), so when the lab lists each producing profile's rate
@@ -175,6 +176,12 @@ class SanctionConfig:
         conclusive_prior: prevalence of cheaters the conclusive test's posterior assumes (0.02).
         conclusive_weight: the posterior that makes a family conclusive (0.95).
         conclusive_window_s: the window of recent evidence the conclusive test counts (s; 300).
+            For a player observed for less than that (``SanctionPolicy.observe``: the first
+            connect seen), the test's exposure is the time observed, no less than
+            ``conclusive_min_window_s``: two findings in a player's first minute are not judged
+            as if the player had had five minutes to make them.
+        conclusive_min_window_s: the shortest exposure the conclusive test assumes (s; 60): a
+            single early finding of a kind cheats make by the hundred stays short of proof.
         max_evidence_per_player, max_evidence_per_family: bounds on the evidence kept in memory
             (the store keeps all of it). When a player's evidence grows a quarter past the player
             bound, each family is cut to its bound, then the player to its bound, dropping the
@@ -213,6 +220,7 @@ class SanctionConfig:
     conclusive_prior: float = 0.02
     conclusive_weight: float = 0.95
     conclusive_window_s: float = 300.0
+    conclusive_min_window_s: float = 60.0
     max_evidence_per_player: int = 2048
     max_evidence_per_family: int = 256
     top_reasons: int = 5
@@ -234,6 +242,7 @@ class SanctionConfig:
             "old_account_days",
             "link_kick_window_s",
             "conclusive_window_s",
+            "conclusive_min_window_s",
             "kick_threshold",
             "evaluation_step_s",
         ):
@@ -402,6 +411,7 @@ class SanctionPolicy:
         self.config = config or SanctionConfig()
         self._evidence: dict[str, list[Evidence]] = {}
         self._created: dict[str, float] = {}
+        self._observed_from: dict[str, float] = {}
         self._family_of: dict[str, str] = dict(self.config.families)
         self._weights: dict[tuple[str, str], float] = {}
         self._measured: dict[tuple[str, str], bool] = {}
@@ -492,6 +502,15 @@ class SanctionPolicy:
         """Drop every piece of evidence of ``player`` (e.g. an operator's profile reset)."""
         self._evidence.pop(player, None)
         self._tallies.pop(player, None)
+
+    def observe(self, player: str, at: float) -> None:
+        """``player`` is being watched from ``at`` (epoch s; the first call wins: a reconnect
+        counts the time away as observed, which only weakens the conclusive test)."""
+        self._observed_from.setdefault(player, at)
+
+    def observed_from(self, player: str) -> float | None:
+        """When ``player`` was first observed (epoch s), or None when never."""
+        return self._observed_from.get(player)
 
     def prune(self, now: float) -> None:
         """Drop evidence older than the window from memory (epoch s); the store keeps history."""
@@ -673,12 +692,21 @@ class SanctionPolicy:
         if link_ids and recommended < SanctionLevel.KICK:
             recommended = SanctionLevel.KICK
         # Only where it could decide the level: above KICK the score speaks for itself.
-        conclusive = self._conclusive(tally, now) if cfg.level_for(score) < SanctionLevel.KICK else []
+        conclusive = self._conclusive(player, tally, now) if cfg.level_for(score) < SanctionLevel.KICK else []
         if conclusive and recommended < SanctionLevel.KICK:
             recommended = SanctionLevel.KICK
         return tally, contributions, raw, factor, score, recommended, link_ids, conclusive
 
-    def _conclusive(self, tally: _Tally, now: float) -> list[tuple[str, float]]:
+    def _exposure_s(self, player: str, now: float) -> float:
+        """The play time (s) the conclusive test weighs findings against: its window, or the time
+        ``player`` has been observed when shorter (no less than ``conclusive_min_window_s``)."""
+        cfg = self.config
+        since = self._observed_from.get(player)
+        if since is None:
+            return cfg.conclusive_window_s
+        return min(cfg.conclusive_window_s, max(now - since, cfg.conclusive_min_window_s))
+
+    def _conclusive(self, player: str, tally: _Tally, now: float) -> list[tuple[str, float]]:
         """Families whose findings of the last ``conclusive_window_s`` seconds before ``now`` are
         conclusive (module doc): ``(family, posterior)`` pairs, strongest first."""
         cfg = self.config
@@ -689,7 +717,7 @@ class SanctionPolicy:
                 kinds[key] = kinds.get(key, 0) + 1
         if not counts:
             return []
-        window_h = cfg.conclusive_window_s / 3600.0
+        window_h = self._exposure_s(player, now) / 3600.0
         prior_log_odds = math.log(cfg.conclusive_prior / (1.0 - cfg.conclusive_prior))
         out = []
         for fam, kinds in counts.items():
@@ -721,7 +749,7 @@ class SanctionPolicy:
         if link_problem:
             reasons.insert(0, "link: recent desync/unplayable connection")
         for fam, combined in conclusive:
-            reasons.insert(0, f"conclusive: {fam} findings of the last {cfg.conclusive_window_s:g} s give a "
+            reasons.insert(0, f"conclusive: {fam} findings of the last {self._exposure_s(player, now):g} s give a "
                               f"posterior of {combined:.3f} >= {cfg.conclusive_weight:g} (lab-measured rates)")
         return SanctionDecision(
             player=player,
