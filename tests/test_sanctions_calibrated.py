@@ -105,6 +105,18 @@ def test_a_player_observed_for_less_than_the_window_is_judged_on_the_time_observ
     early.add_detection(1, "p", _detection("movement", "speed", severity=0.3), NOW + 2)
     assert posterior(1, 60.0) < cfg.conclusive_weight <= posterior(1, 2.0)
     assert early.evaluate("p", NOW + 2).recommended is SanctionLevel.LOG
+    # Memory: a player without evidence is forgotten once a whole window has passed; one with
+    # evidence keeps its start (a reconnect is judged with its earlier findings).
+    quiet = SanctionPolicy(cfg)
+    quiet.observe("q", NOW)
+    quiet.observe("p", NOW)
+    quiet.add_detection(1, "p", _detection("movement", "speed", severity=0.3), NOW + 5)
+    quiet.prune(NOW + cfg.conclusive_window_s - 1)
+    assert quiet.observed_from("q") == NOW
+    quiet.prune(NOW + cfg.conclusive_window_s)
+    assert quiet.observed_from("q") is None and quiet.observed_from("p") == NOW
+    quiet.forget("p")
+    assert quiet.observed_from("p") is None
 
 
 def test_the_pipeline_observes_a_player_from_its_connect() -> None:

@@ -502,6 +502,7 @@ class SanctionPolicy:
         """Drop every piece of evidence of ``player`` (e.g. an operator's profile reset)."""
         self._evidence.pop(player, None)
         self._tallies.pop(player, None)
+        self._observed_from.pop(player, None)
 
     def observe(self, player: str, at: float) -> None:
         """``player`` is being watched from ``at`` (epoch s; the first call wins: a reconnect
@@ -513,7 +514,9 @@ class SanctionPolicy:
         return self._observed_from.get(player)
 
     def prune(self, now: float) -> None:
-        """Drop evidence older than the window from memory (epoch s); the store keeps history."""
+        """Drop evidence older than the window from memory (epoch s); the store keeps history. Also
+        forget when players without evidence were first observed, once a whole conclusive window
+        ago (the memory stays bounded by the players present and those with evidence)."""
         horizon = now - self._window_s
         for player in list(self._evidence):
             items = self._evidence[player]
@@ -525,6 +528,11 @@ class SanctionPolicy:
                 self._evidence[player] = kept
             else:
                 del self._evidence[player]
+        # Once a whole window has passed the exposure is the window itself, so the start only
+        # matters while the player has evidence a reconnect could be judged with.
+        settled = now - self.config.conclusive_window_s
+        for player in [p for p, since in self._observed_from.items() if since <= settled and p not in self._evidence]:
+            del self._observed_from[player]
 
     def evidence(self, player: str) -> tuple[Evidence, ...]:
         """Evidence held for ``player``, oldest first (dismissed items included)."""
