@@ -235,6 +235,22 @@ def test_save_load_round_trip_needs_no_pickle(model: TrainedModel, tmp_path: Pat
         load_model(tmp_path / "absent.npz")
 
 
+def test_a_pickled_model_travels_as_its_files(model: TrainedModel, tmp_path: Path) -> None:
+    import pickle
+
+    from anticheat.detectors.aimdetect.model import model_parts
+
+    copy = pickle.loads(pickle.dumps(model))
+    probe = two_classes(np.random.default_rng(6), 50, nan_share=0.2)[0]
+    assert np.array_equal(copy.score(probe), model.score(probe)) and copy.threshold == model.threshold
+    assert model_parts(copy) == model_parts(model)
+    # A copy in a worker does not change when the files it came from are rewritten.
+    save_model(model, tmp_path / "m")
+    held = pickle.loads(pickle.dumps(load_model(tmp_path / "m")))
+    (tmp_path / "m.json").write_text("{}")
+    assert np.array_equal(held.score(probe), model.score(probe))
+
+
 def test_version_1_files_are_refused_with_the_way_out(tmp_path: Path) -> None:
     np.savez(tmp_path / "old.npz", scaler_mean=np.zeros(8), scaler_scale=np.ones(8),
              support_vectors=np.zeros((2, 8)), dual_coef=np.zeros(2))

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
 
+from anticheat.detectors.aimdetect.model import TrainedModel
+from anticheat.suite import shipped_model_or_none
 from testbed.lab.redetect import analyse, compress
 from testbed.lab.spec import CorpusSpec, MatchJob
 from testbed.lab.store import LabStore, MatchRows
@@ -72,15 +74,17 @@ def _labels_of(job: MatchJob) -> dict[str, tuple[bool, bool]]:
     return out
 
 
-def play_job(job: MatchJob, *, trace_every_s: float = 1.0, codec: str = STREAM_CODEC, runner: str = "process") -> MatchRows:
-    """Play one corpus match and return its rows (runs in a worker; pure given the job)."""
+def play_job(job: MatchJob, *, trace_every_s: float = 1.0, codec: str = STREAM_CODEC, runner: str = "process",
+             model: TrainedModel | None | str = "shipped") -> MatchRows:
+    """Play one corpus match and return its rows (runs in a worker; pure given the job and
+    ``model``, AimDetect's model for the analysis: ``"shipped"`` reads the files now)."""
     from testbed.match import run_virtual
 
     with tempfile.TemporaryDirectory(prefix="referee-lab-") as tmp:
         path = Path(tmp) / "match.rpl"
         result = run_virtual(job.scenario, path)
         raw = path.read_bytes()
-    analysis = analyse(raw, match_id=job.match_id, run="base", trace_every_s=trace_every_s)
+    analysis = analyse(raw, match_id=job.match_id, run="base", trace_every_s=trace_every_s, model=model)
     if not analysis.matches_live:
         log.warning("match %d: the offline re-run found %d detections, the live run %d",
                     job.match_id, len(analysis.detections), analysis.live)
@@ -127,11 +131,12 @@ def _check_spec(store: LabStore, spec: CorpusSpec) -> None:
             "use another directory for it")
 
 
-def _process_results(jobs: Sequence[MatchJob], workers: int, trace_every_s: float) -> Iterator[MatchRows]:
+def _process_results(jobs: Sequence[MatchJob], workers: int, trace_every_s: float,
+                     model: TrainedModel | None) -> Iterator[MatchRows]:
     """Rows of each job as matches finish (at most ``workers`` in flight), in completion order."""
     if workers == 1:
         for job in jobs:
-            yield play_job(job, trace_every_s=trace_every_s)
+            yield play_job(job, trace_every_s=trace_every_s, model=model)
         return
     # Spawned workers: nothing inherited (no open database, no numba threads of the parent).
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
@@ -140,7 +145,7 @@ def _process_results(jobs: Sequence[MatchJob], workers: int, trace_every_s: floa
         try:
             while pending or running:
                 while pending and len(running) < workers:
-                    running.add(pool.submit(play_job, pending.pop(0), trace_every_s=trace_every_s))
+                    running.add(pool.submit(play_job, pending.pop(0), trace_every_s=trace_every_s, model=model))
                 finished, running = wait(running, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     yield fut.result()
@@ -149,7 +154,8 @@ def _process_results(jobs: Sequence[MatchJob], workers: int, trace_every_s: floa
                 fut.cancel()
 
 
-def _ray_results(jobs: Sequence[MatchJob], address: str, trace_every_s: float) -> Iterator[MatchRows]:
+def _ray_results(jobs: Sequence[MatchJob], address: str, trace_every_s: float,
+                 model: TrainedModel | None) -> Iterator[MatchRows]:
     """Rows of each job played as Ray tasks on the cluster at ``address`` (``local`` starts one)."""
     try:
         import ray
@@ -164,7 +170,8 @@ def _ray_results(jobs: Sequence[MatchJob], address: str, trace_every_s: float) -
         started = True
     try:
         remote = ray.remote(num_cpus=1)(play_job)
-        refs = [remote.remote(job, trace_every_s=trace_every_s, runner="ray") for job in jobs]
+        shared = ray.put(model)
+        refs = [remote.remote(job, trace_every_s=trace_every_s, runner="ray", model=shared) for job in jobs]
         while refs:
             ready, refs = ray.wait(refs, num_returns=1)
             yield ray.get(ready[0])
@@ -176,13 +183,17 @@ def _ray_results(jobs: Sequence[MatchJob], address: str, trace_every_s: float) -
 def play_jobs(jobs: Sequence[MatchJob], *, workers: int | None = None, ray_address: str | None = None,
               trace_every_s: float = 1.0) -> Iterator[MatchRows]:
     """Play ``jobs`` (worker processes, default one per CPU; or Ray tasks at ``ray_address``) and
-    yield each match's rows as it finishes (completion order)."""
+    yield each match's rows as it finishes (completion order). The shipped AimDetect model is read
+    once, here, and travels with every job: a build of many hours analyses every match with one
+    model, even if the files are retrained meanwhile (a worker reading them per match once met a
+    model its older code could not use, and lost the matches in flight)."""
     if not jobs:
         return iter(())
+    model = shipped_model_or_none()
     if ray_address:
-        return _ray_results(jobs, ray_address, trace_every_s)
+        return _ray_results(jobs, ray_address, trace_every_s, model)
     n = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
-    return _process_results(jobs, n, trace_every_s)
+    return _process_results(jobs, n, trace_every_s, model)
 
 
 def build_corpus(

@@ -51,6 +51,7 @@ __all__ = [
     "DEFAULT_PARAMS",
     "FORMAT_VERSION",
     "ROC_POINTS",
+    "ROC_READINGS",
     "SHIPPED_MODEL",
     "ModelFormatError",
     "ModelMissingError",
@@ -60,6 +61,7 @@ __all__ = [
     "jeffreys",
     "load_model",
     "load_shipped_model",
+    "model_parts",
     "reference_scores",
     "save_model",
     "train",
@@ -176,6 +178,11 @@ class TrainedModel:
             put(self, name, _frozen_array(getattr(self, name), np.bool_))
         _check_trees(self.roots, self.feature, self.num_threshold, self.missing_left, self.left, self.right,
                      self.is_leaf, self.value, len(self.feature_names))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled (to worker processes) as the files it is saved as: a lab job carries the model
+        # its corpus started with, whatever happens to the files on disk meanwhile.
+        return _from_parts, (*model_parts(self), "<pickled AimDetect model>")
 
     @property
     def n_features(self) -> int:
@@ -539,9 +546,16 @@ def save_model(model: TrainedModel, path: str | Path) -> Path:
     """Write ``<stem>.npz`` (suffix added if missing) and its ``<stem>.json`` sidecar; returns the npz path."""
     npz = _npz_path(path)
     npz.parent.mkdir(parents=True, exist_ok=True)
+    header_text, npz_bytes = model_parts(model)
+    npz.write_bytes(npz_bytes)
+    npz.with_suffix(".json").write_text(header_text, encoding="utf-8")
+    return npz
+
+
+def model_parts(model: TrainedModel) -> tuple[str, bytes]:
+    """The two files ``save_model`` writes, in memory: (the JSON sidecar's text, the npz's bytes)."""
     buf = io.BytesIO()
     np.savez(buf, **{name: np.asarray(getattr(model, name)) for name in _TREE_ARRAYS})
-    npz.write_bytes(buf.getvalue())
     header = {
         "format": FORMAT_NAME, "version": FORMAT_VERSION, "feature_names": list(model.feature_names),
         "baseline": model.baseline, "threshold": model.threshold, "target_fpr": model.target_fpr,
@@ -555,9 +569,7 @@ def save_model(model: TrainedModel, path: str | Path) -> Path:
         "meta": dict(model.meta),
     }
     # Python's float repr round-trips exactly, so baseline and threshold reload bit for bit.
-    npz.with_suffix(".json").write_text(json.dumps(header, indent=2, sort_keys=True, allow_nan=False) + "\n",
-                                        encoding="utf-8")
-    return npz
+    return json.dumps(header, indent=2, sort_keys=True, allow_nan=False) + "\n", buf.getvalue()
 
 
 def load_model(path: str | Path) -> TrainedModel:
