@@ -100,7 +100,11 @@ async def live_admin(duration_s: float = 300.0, map_name: str = "corridors") -> 
     token = generate_token()
     admin = AdminServer(view, AdminConfig(host="127.0.0.1", port=0, token=token))
     await admin.start()
-    client = httpx.AsyncClient(base_url=admin.url, headers={"Authorization": f"Bearer {token}"}, timeout=10.0)
+    # A fresh connection per request: uvicorn closes a connection idle for 5 s, and a request
+    # sent on it as it closes fails with "Server disconnected" (browsers retry such a request;
+    # httpx does not). CI met it once, the probe idle while the browser worked.
+    client = httpx.AsyncClient(base_url=admin.url, headers={"Authorization": f"Bearer {token}"}, timeout=10.0,
+                               limits=httpx.Limits(max_keepalive_connections=0))
     live = LiveAdmin(core, operator, view, udp, admin, token, client)
     for profile, prefix in (("speedhack", "cheater"), ("honest", "honest")):
         live.bots.append(asyncio.create_task(run_bot_swarm(
