@@ -429,7 +429,10 @@ def _rates(scores: np.ndarray, truth: np.ndarray, strata: np.ndarray | None, thr
             tpr_by_group[label] = jeffreys(int(np.sum(pos[rows])), int(np.sum(rows)))
     roc_fpr, roc_tpr, roc_thr = roc_curve(t.astype(np.int64), scores)
     keep = _thin(roc_fpr.shape[0], ROC_POINTS)
+    # The full curve's best TPR at FPR <= each reading (the thinned one can step past it).
+    tpr_at_fpr = {f"{r:g}": float(roc_tpr[np.searchsorted(roc_fpr, r, side="right") - 1]) for r in ROC_READINGS}
     return {
+        "tpr_at_fpr": tpr_at_fpr,
         "tp": tp, "fn": fn, "fp": fp, "tn": tn,
         "tpr": jeffreys(tp, tp + fn), "fpr": jeffreys(fp, fp + tn),
         "fpr_by_group": fpr_by_group, "tpr_by_group": tpr_by_group,
@@ -490,6 +493,7 @@ def train(
     trees = _export(clf)
     threshold = _threshold_for(eval_scores[eval_y == 0], target_fpr)
     rates = _rates(eval_scores, eval_y, eval_strata, threshold)
+    del rates["tpr_at_fpr"]  # evaluate's reading; the model keeps its whole (thinned) ROC
     model = TrainedModel(
         feature_names=names, threshold=threshold, target_fpr=float(target_fpr), **rates, **trees,
         meta={
@@ -521,15 +525,8 @@ def evaluate(model: TrainedModel, x: np.ndarray, y: np.ndarray, strata: np.ndarr
     ROC's best TPR at FPR <= each of ``ROC_READINGS``, read off the full curve: another operating
     point of the same scores) and n (rows).
     """
-    from sklearn.metrics import roc_curve
-
     xs, ys = _check_xy(x, y, model.n_features, "evaluation set")
-    scores = model.score(xs)
-    out = _rates(scores, ys, _check_strata(strata, ys.shape[0], "evaluation set"), model.threshold)
-    if 0 < int(ys.sum()) < ys.shape[0]:
-        roc_fpr, roc_tpr, _ = roc_curve(ys.astype(np.int64), scores)
-        out["tpr_at_fpr"] = {f"{r:g}": float(roc_tpr[np.searchsorted(roc_fpr, r, side="right") - 1])
-                             for r in ROC_READINGS}
+    out = _rates(model.score(xs), ys, _check_strata(strata, ys.shape[0], "evaluation set"), model.threshold)
     out["n"] = int(ys.shape[0])
     return out
 
