@@ -316,10 +316,12 @@ def _load_tolerances(path: str | None) -> dict[str, dict[str, Any]]:
     return overrides
 
 
-def _announce_compiling(command: str, err: TextIO) -> None:
+def _announce_compiling(command: str, err: TextIO, *, json_lines: bool = False) -> None:
     """Say on ``err`` that the kernels are being compiled when numba's cache of those that
     ``command`` needs is cold (a cold start is otherwise silent for up to two minutes); log at INFO
-    that they load from the cache otherwise. Call it before the command's first heavy import."""
+    that they load from the cache otherwise. With ``json_lines`` the notice is a log record
+    (``event`` "compiling") on ``referee.serve``, as stderr then holds JSON lines only. Call it
+    before the command's first heavy import."""
     from testbed.kernel_cache import COMMAND_KERNEL_MODULES, cold_modules
 
     try:
@@ -327,9 +329,12 @@ def _announce_compiling(command: str, err: TextIO) -> None:
     except Exception as exc:  # noqa: BLE001 - a notice must never stop the command
         log.debug("cannot tell whether the kernel cache is warm: %s", exc)
         return
-    if cold:
+    if cold and json_lines:
+        logging.getLogger("referee.serve").info(COMPILING_NOTICE.removeprefix("referee: "), extra={"event": "compiling"})
+    elif cold:
         err.write(COMPILING_NOTICE + "\n")
         err.flush()
+    if cold:
         log.info("kernels not in numba's cache yet: %s", ", ".join(cold))
     else:
         log.info("numeric kernels: loading them from numba's cache")
@@ -559,7 +564,7 @@ def _serve_db(args: argparse.Namespace) -> str | None:
 
 
 def _cmd_serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    _announce_compiling("serve", err)
+    _announce_compiling("serve", err, json_lines=args.log_json)
     from server.metrics import MetricsConfig
     from testbed.standalone import ServeStatus, serve
 
@@ -778,7 +783,10 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, std
     try:
         return _COMMANDS[args.command](args, out, err)
     except CliError as exc:
-        err.write(f"referee: {exc}\n")
+        if getattr(args, "log_json", False):  # stderr holds JSON lines only
+            logging.getLogger("referee").error("%s", exc, extra={"event": "error"})
+        else:
+            err.write(f"referee: {exc}\n")
         return EXIT_FAILED
     except KeyboardInterrupt:
         err.write("referee: interrupted\n")

@@ -474,6 +474,35 @@ def test_compile_notice_only_when_the_kernel_cache_is_cold(tmp_path: Path, monke
         assert code == 1 and COMPILING_NOTICE not in err
 
 
+def test_serve_log_json_keeps_stderr_json_for_the_compile_notice_and_errors(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Under ``--log-json`` stderr is for a log collector: the compile notice is a record, not
+    a plain line, and so is a command's error (in a process of its own, as an operator runs it)."""
+    import logging
+    import subprocess
+    import sys
+
+    import testbed.kernel_cache as kc
+    from testbed.cli import COMPILING_NOTICE
+
+    monkeypatch.setattr(kc, "cold_modules", lambda modules=kc.KERNEL_MODULES: ["server.core"])
+    missing = str(tmp_path / "missing.json")
+    with caplog.at_level(logging.INFO, logger="referee.serve"):
+        code, _, err = run_cli("serve", "--log-json", "--map", missing)
+    assert code == 1 and COMPILING_NOTICE not in err
+    notice = [r for r in caplog.records if getattr(r, "event", None) == "compiling"]
+    assert [r.name for r in notice] == ["referee.serve"]
+    assert COMPILING_NOTICE.endswith(notice[0].getMessage())
+
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-m", "testbed.cli", "serve", "--log-json", "--map", missing],
+                          cwd=root, capture_output=True, text=True, timeout=120.0)
+    assert done.returncode == 1 and done.stdout == ""
+    docs = [json.loads(line) for line in done.stderr.splitlines()]  # every line is JSON
+    assert docs[-1]["level"] == "ERROR" and docs[-1]["event"] == "error"
+    assert "missing.json" in docs[-1]["message"] and "not readable" in docs[-1]["message"]
+
+
 def test_replay_evidence_lists_each_recorded_detection(tmp_path: Path) -> None:
     path = tmp_path / "e.replay"
     live = write_synthetic_replay(path)

@@ -6,16 +6,18 @@ import asyncio
 import json
 import logging
 import math
+import queue
 import re
-import select
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -162,18 +164,49 @@ def test_serve_exposes_players_traffic_rejections_detections_and_ticks(caplog: p
     assert line["message"].startswith(f"detection: {line['player']} {line['check']} value=")
 
 
-def _read_line(proc: subprocess.Popen[str], deadline_s: float) -> str:
-    """The next stderr line of ``proc``, waiting until ``deadline_s`` (time.monotonic) at most."""
-    assert proc.stderr is not None
-    while True:
-        left = deadline_s - time.monotonic()
-        assert left > 0, "no line from referee serve in time"
-        ready, _, _ = select.select([proc.stderr], [], [], left)
-        if ready:
-            return proc.stderr.readline()
+class _Lines:
+    """Every stderr line of a process, read by a thread of its own.
+
+    ``select`` on the pipe and then ``readline`` is wrong: one read can take two lines into the
+    file object's buffer, and the second then waits for the next write to the pipe. CI lost the
+    ``metrics_listening`` line that way until ``serve`` ended 300 s later."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.seen: list[str] = []
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _pump(self, stream: IO[str]) -> None:
+        for line in stream:
+            self._queue.put(line)
+        self._queue.put(None)
+
+    def next(self, deadline_s: float) -> str | None:
+        """The next line, None at the end of the stream; waits until ``deadline_s``
+        (time.monotonic) at most."""
+        try:
+            line = self._queue.get(timeout=max(0.0, deadline_s - time.monotonic()))
+        except queue.Empty:
+            raise AssertionError(f"no line from referee serve in time; so far: {self.seen}") from None
+        if line is not None:
+            self.seen.append(line)
+        return line
+
+    def rest(self, timeout_s: float) -> list[str]:
+        """The lines left once the stream has ended (waits ``timeout_s`` for its end at most)."""
+        self._thread.join(timeout_s)
+        start = len(self.seen)
+        while True:
+            try:
+                line = self._queue.get_nowait()
+            except queue.Empty:
+                return self.seen[start:]
+            if line is not None:
+                self.seen.append(line)
 
 
-def test_referee_serve_logs_json_lines_serves_metrics_and_ends_with_the_rejections() -> None:
+def test_referee_serve_logs_json_lines_serves_metrics_and_ends_with_the_rejections(tmp_path: Path) -> None:
     """``referee serve --log-json --metrics-port 0`` in a process of its own, stopped with Ctrl-C:
     every stderr line is a JSON object (where it listens, connects, detections, disconnects);
     stdout's final tables count the rejected datagrams by reason."""
@@ -181,21 +214,23 @@ def test_referee_serve_logs_json_lines_serves_metrics_and_ends_with_the_rejectio
     from world.mapfile import builtin_map
 
     root = Path(__file__).resolve().parent.parent
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "testbed.cli", "serve", "--port", "0", "--duration", "300", "--log-json",
-         "--metrics-port", "0", "--map", "corridors"],
-        cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    lines: list[str] = []
+    stdout_path = tmp_path / "stdout.txt"
+    with stdout_path.open("w") as stdout:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "testbed.cli", "serve", "--port", "0", "--duration", "600", "--log-json",
+             "--metrics-port", "0", "--map", "corridors"],
+            cwd=root, stdout=stdout, stderr=subprocess.PIPE, text=True,
+        )
+    assert proc.stderr is not None
+    lines = _Lines(proc.stderr)
     try:
         # A cold numba cache compiles first: 116 s on an idle core of the CI machine's kind since
         # the phantom kernel; a bound, not a speed requirement.
         deadline = time.monotonic() + 420.0
         address = url = None
         while address is None or url is None:
-            line = _read_line(proc, deadline)
-            assert line, f"referee serve ended early: {lines}"
-            lines.append(line)
+            line = lines.next(deadline)
+            assert line, f"referee serve ended early: {lines.seen}"
             doc = json.loads(line)
             if doc.get("event") == "listening":
                 host, port = doc["address"].rsplit(":", 1)
@@ -205,21 +240,22 @@ def test_referee_serve_logs_json_lines_serves_metrics_and_ends_with_the_rejectio
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as raw:
             for _ in range(3):
                 raw.sendto(GARBAGE, address)
-        # The server may still be compiling kernels its first ticks need when it announces itself
-        # (a cold cache, both cores busy: the probe's 5 s ran out in CI): a bound, as above.
         asyncio.run(run_bot_swarm(address, builtin_map("corridors"), count=1, profile="speedhack", duration_s=3.0,
-                                  connect_timeout_s=180.0))
+                                  connect_timeout_s=120.0))
+        assert proc.poll() is None, f"referee serve ended during the run: {lines.seen}"
         families = scrape(url)
         proc.send_signal(signal.SIGINT)  # serve stops cleanly: report, final tables
-        out, rest = proc.communicate(timeout=60.0)
+        proc.wait(timeout=60.0)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    rest = "".join(lines.rest(10.0))
+    out = stdout_path.read_text()
     assert proc.returncode == 0, rest
     assert value(families, "referee_datagrams_rejected_total", reason="not_msgpack") == 3
     assert value(families, "referee_detections_total", detector="movement", kind="timer") >= 1
-    docs = [json.loads(line) for line in lines + rest.splitlines()]  # every line is JSON
+    docs = [json.loads(line) for line in lines.seen]  # every line is JSON
     assert all({"time", "level", "logger", "message"} <= set(d) for d in docs)
     events = [(d.get("event"), d.get("player")) for d in docs if d["logger"] == "server.activity_log"]
     assert ("connect", "speedhack-1") in events and ("disconnect", "speedhack-1") in events
