@@ -474,7 +474,9 @@ def reference_aim_angles(slots: np.ndarray, eye: np.ndarray, cos_sin: np.ndarray
     dist[dist < 1e-9] = 1.0
     (cy, cp), (sy, sp) = cos_sin
     cos = (cp * cy * to[:, 0] + cp * sy * to[:, 1] + sp * to[:, 2]) / dist
-    angle = np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))
+    # The C library's acos, as the kernel calls it: numpy's own arccos (SIMD on AVX-512 machines)
+    # differs from it by an ulp on about one value in ten.
+    angle = np.degrees(np.array([math.acos(c) for c in np.clip(cos, -1.0, 1.0).tolist()], dtype=np.float64))
     angle[~shown[slots]] = 180.0
     return angle
 
