@@ -329,15 +329,15 @@ def _announce_compiling(command: str, err: TextIO, *, json_lines: bool = False) 
     except Exception as exc:  # noqa: BLE001 - a notice must never stop the command
         log.debug("cannot tell whether the kernel cache is warm: %s", exc)
         return
-    if cold and json_lines:
+    if not cold:
+        log.info("numeric kernels: loading them from numba's cache")
+        return
+    if json_lines:
         logging.getLogger("referee.serve").info(COMPILING_NOTICE.removeprefix("referee: "), extra={"event": "compiling"})
-    elif cold:
+    else:
         err.write(COMPILING_NOTICE + "\n")
         err.flush()
-    if cold:
-        log.info("kernels not in numba's cache yet: %s", ", ".join(cold))
-    else:
-        log.info("numeric kernels: loading them from numba's cache")
+    log.info("kernels not in numba's cache yet: %s", ", ".join(cold))
 
 
 def _resolve_server(host: str, port: int) -> None:
