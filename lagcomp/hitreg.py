@@ -740,6 +740,7 @@ def to_shot_result(
     damage: float,
     first_contact: bool | None = None,
     claimed_victim_pos: tuple[float, float, float] | None = None,
+    exposed: int | None = None,
 ) -> ShotResult:
     """The :class:`ShotResult` of one ray (a cold path: one Python object per registered ray)."""
     victim = int(hits.victim[row])
@@ -767,6 +768,7 @@ def to_shot_result(
         bait_hit=bool(hits.bait_hit[row]),
         first_contact=first_contact,
         claimed_victim_pos=claimed_victim_pos,
+        exposed=exposed,
     )
 
 
@@ -781,16 +783,18 @@ def to_shot_results(
     damage: Sequence[float],
     first_contact: Sequence[bool | None],
     claimed_victim_pos: Sequence[tuple[float, float, float] | None],
+    exposed: Sequence[int | None] | None = None,
 ) -> list[ShotResult]:
     """The :class:`ShotResult` of each of the first ``len(claims)`` rays (the rest, such as probe
     rays, get none): :func:`to_shot_result` row by row, field for field, with every array turned
     into Python values once instead of indexed element by element. ``damage`` (hit points) counts
-    only where the ray hit a victim; the other sequences are per ray like ``claims``."""
+    only where the ray hit a victim; the other sequences are per ray like ``claims`` (``exposed``: none recorded when None)."""
     n = len(claims)
     victim = hits.victim[:n].tolist()
     shooter, weapon, pellet = batch.shooter[:n].tolist(), batch.weapon[:n].tolist(), batch.pellet[:n].tolist()
     origin, direction, hit_point = batch.origin[:n].tolist(), batch.direction[:n].tolist(), hits.hit_point[:n].tolist()
     victim_pos = hits.victim_pos[:n].tolist()
+    exposed = [None] * n if exposed is None else exposed
     return [
         ShotResult(
             shooter=shooter[i], tick=int(tick), time_s=float(time_s), weapon=weapon[i], pellet=pellet[i],
@@ -800,6 +804,7 @@ def to_shot_results(
             blocked_by_wall=blocked, victim_pos=tuple(victim_pos[i]) if victim[i] >= 0 else None,
             victim_speed_m_s=speed, damage=float(damage[i]) if victim[i] >= 0 else 0.0, claim=claims[i],
             bait_hit=bait_hit, first_contact=first_contact[i], claimed_victim_pos=claimed_victim_pos[i],
+            exposed=exposed[i],
         )
         for i, rewind_time, clamped, generation, bone, distance, blocked, speed, bait_hit in zip(
             range(n), batch.time_s[:n].tolist(), hits.clamped[:n].tolist(), hits.victim_generation[:n].tolist(),

@@ -99,6 +99,11 @@ class ShotResult:
             victim's feet (m) rewound to ``rewind_time_s``, whether or not the server's ray hit
             it, so the claimed hit point can be checked against where the claimed victim was;
             None otherwise.
+        exposed: pellet 0 of a shot that hit a player: which of the victim's head, upper torso and
+            lower torso (rewound with it) were in view from the shot's origin, as bits
+            ``1 << bone id`` (a bone is in view when the segment from the eye to the centre of its
+            capsule touches no wall); None otherwise, and in recordings made before the field
+            existed. A target behind low cover shows its upper torso and head, not its lower torso.
     """
 
     shooter: int
@@ -124,3 +129,4 @@ class ShotResult:
     bait_hit: bool = False
     first_contact: bool | None = None
     claimed_victim_pos: Vec3 | None = None
+    exposed: int | None = None

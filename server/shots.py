@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from anticheat.events import KillEvent
+from lagcomp.exposure import exposure_masks
 from lagcomp.hitreg import (
     BaitTargets,
     ShotBatch,
@@ -187,6 +188,7 @@ def resolve_shots(core: CoreState, pending: list[PendingShot], now_s: float) -> 
         batch, hits, claims=[claims[id(p)] for p, _ in rows], tick=core.tick, time_s=now_s,
         decisions=[DECISIONS[c] for c in codes], damage=damage, first_contact=first_contact,
         claimed_victim_pos=[claimed_pos.get(row) for row in range(n_rows)],
+        exposed=exposures(core, rows, victims, time_list),
     )
     for row, result in enumerate(results):
         core._tick_events.append(result)
@@ -200,6 +202,24 @@ def resolve_shots(core: CoreState, pending: list[PendingShot], now_s: float) -> 
         w.health[victim] = remaining
         if remaining <= 0.0:
             kill(core, p.session, victim, int(p.shot.weapon), result.bone, result.distance_m, now_s)
+
+def exposures(
+    core: CoreState, rows: list[tuple[PendingShot, int]], victims: list[int], times: list[float]
+) -> list[int | None]:
+    """Per row, which of the victim's head and torso bones were in view from the shot's origin at
+    the rewind time (``times[row]``, s), as ``ShotResult.exposed`` records it: pellet 0 rows that
+    hit a player only, None elsewhere."""
+    out: list[int | None] = [None] * len(rows)
+    hit = [r for r, (_, k) in enumerate(rows) if k == 0 and victims[r] >= 0]
+    if not hit:
+        return out
+    h = core.history
+    b = h.bracket([times[r] for r in hit])
+    body = h.pairs(b.ring, b.frac, np.array([victims[r] for r in hit], dtype=np.intp))
+    origins = np.array([rows[r][0].origin for r in hit])
+    for r, mask in zip(hit, exposure_masks(origins, body.pos, body.yaw, body.stance, core.geometry.los_clear), strict=True):
+        out[r] = mask
+    return out
 
 def claimed_victims(
     core: CoreState, rows: list[tuple[PendingShot, int]], times: list[float]

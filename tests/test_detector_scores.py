@@ -472,7 +472,8 @@ def test_unknown_players_have_no_scores(make: Callable[[TrainedModel], Detector]
 NO_EVIDENCE = [
     ("bustaim", BUST, lambda det: bustaim_t.run(det, [bustaim_t.shot(1, victim=None)]), bustaim_t.SHOOTER),
     ("cbug", CBUG, lambda det: cbug_t.Feed(det).fire(0.0), cbug_t.P),
-    ("iw4m", IW4M, lambda det: iw4m_t.Sim(det).plain_hit(iw4m_t.UPPER), iw4m_t.P),
+    # A head hit: every torso hit is one verdict of the Chest CUSUM, so it moves the chest score.
+    ("iw4m", IW4M, lambda det: iw4m_t.Sim(det).plain_hit(iw4m_t.HEAD), iw4m_t.P),
     ("aimstats", STATS, aimstats_feed(lambda: aimstats_t.aimbot_stream(600)[:99]), 1),
     ("fire", FIRE, fire_shots(lambda: [fire_t.shot(1.0, hit=(15.0, 5.0, 1.5), view_time_s=0.86)]), 1),
     ("movement", MOVE, lambda det: det.on_spawn(SpawnEvent(player=1, tick=64, time_s=1.0), fire_t.book()), 1),
@@ -533,7 +534,7 @@ def test_cbug_score_is_the_highest_suspicion_against_the_threshold() -> None:
 def test_iw4m_scores_are_each_type_against_its_flag_limit() -> None:
     from anticheat.detectors.iw4m.ratios import chest_thresholds
 
-    sim = iw4m_t.Sim()
+    sim = iw4m_t.Sim(IW4MDetector(iw4m_t.RATIO_CHEST))
     for _ in range(29):
         sim.plain_hit(iw4m_t.UPPER, gap_cmds=3)
     assert sim.det.scores(iw4m_t.P)["chest"] == 0.0  # Chest needs 30 upper-torso hits
@@ -549,7 +550,7 @@ def test_iw4m_scores_are_each_type_against_its_flag_limit() -> None:
 def test_iw4m_ratio_that_falls_back_under_its_limit_keeps_its_crossing() -> None:
     from anticheat.detectors.iw4m.ratios import chest_thresholds
 
-    sim = iw4m_t.Sim()
+    sim = iw4m_t.Sim(IW4MDetector(iw4m_t.RATIO_CHEST))
     for _ in range(30):
         sim.plain_hit(iw4m_t.UPPER, gap_cmds=3)
     assert [d.reason for d in sim.found("Chest")] == ["Chest-30.00@30"]

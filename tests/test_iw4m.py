@@ -21,6 +21,8 @@ from anticheat.events import (
 from anticheat.detectors.iw4m.detector import IW4MDetector
 from anticheat.detectors.iw4m.angles import StrainMeter, abs_angle_diff, snap_distance, view_angle_offset
 from anticheat.detectors.iw4m.finding import Finding, Level, Scope
+from anticheat.detectors.cusum import threshold_for_arl
+from anticheat.detectors.iw4m.chest import chest_limits
 from anticheat.detectors.iw4m.ratios import chest_thresholds, headshot_thresholds, max_bone_thresholds
 from anticheat.detectors.iw4m.thresholds import IW4MConfig, max_offset_deg
 from anticheat.skip import SkipBook
@@ -84,6 +86,7 @@ class Sim:
         recoil: tuple[float, float] = (0.0, 0.0),
         seq: int | None = None,
         pellet: int = 0,
+        exposed: int | None = None,
     ) -> None:
         r = ShotResult(
             shooter=P, tick=self.seq, time_s=self.t, weapon=weapon, pellet=pellet, origin=(0.0, 0.0, 1.64),
@@ -95,6 +98,7 @@ class Sim:
                 shooter=P, weapon=weapon, yaw_deg=yaw, pitch_deg=pitch, recoil_pitch_deg=recoil[0],
                 recoil_yaw_deg=recoil[1], seq=self.seq if seq is None else seq,
             ),
+            exposed=exposed,
         )
         self.out.extend(self.det.on_shot(r, self.sk))
 
@@ -238,8 +242,12 @@ def test_honest_hit_distribution_raises_nothing() -> None:
 # ---------------------------------------------------------------------- Chest
 
 
+RATIO_CHEST = IW4MConfig(chest_statistic="ratio")
+"""IW4MAdmin's own Chest test (the default is the CUSUM below)."""
+
+
 def test_chest_needs_30_upper_torso_hits_and_60_to_ban() -> None:
-    sim = Sim()
+    sim = Sim(IW4MDetector(RATIO_CHEST))
     for _ in range(29):
         sim.plain_hit(UPPER)
     assert sim.found("Chest") == []
@@ -253,12 +261,86 @@ def test_chest_needs_30_upper_torso_hits_and_60_to_ban() -> None:
     assert [d.reason for d in sim.found("Chest", "ban")] == ["Chest-60.00@60"]
 
 
-def test_balanced_torso_hits_do_not_raise_chest() -> None:
-    sim = Sim()
+@pytest.mark.parametrize("cfg", [RATIO_CHEST, IW4MConfig()], ids=["ratio", "cusum"])
+def test_balanced_torso_hits_do_not_raise_chest(cfg: IW4MConfig) -> None:
+    sim = Sim(IW4MDetector(cfg))
     for _ in range(60):
         sim.plain_hit(UPPER, gap_cmds=20)
         sim.plain_hit(LOWER, gap_cmds=20)
     assert sim.found("Chest") == []
+
+
+def test_chest_cusum_steps_are_the_log_likelihood_ratios_of_the_two_shares() -> None:
+    limits = chest_limits(IW4MConfig())
+    # theta0 0.6 (honest ceiling), theta1 0.85 (chest aim), by hand:
+    assert limits.up == pytest.approx(math.log(0.85 / 0.6))  # 0.3483
+    assert limits.down == pytest.approx(math.log(0.15 / 0.4))  # -0.9808
+    assert limits.flag == pytest.approx(threshold_for_arl(0.6, 0.85, 5e6))
+    assert 12.0 < limits.flag < limits.ban  # ~13.3 and ~16.0 log-LR units
+
+
+def test_chest_cusum_flags_a_chest_lock_after_h_over_the_step_upper_hits_then_bans() -> None:
+    sim = Sim()
+    limits = chest_limits(sim.det.config)
+    to_flag = math.ceil(limits.flag / limits.up)  # 39 upper-torso hits in a row
+    to_ban = math.ceil(limits.ban / limits.up)  # 47
+    for _ in range(to_flag - 1):
+        sim.plain_hit(UPPER, gap_cmds=3)
+    assert sim.found("Chest") == []
+    assert sim.det.scores(P)["chest"] == pytest.approx((to_flag - 1) * limits.up / limits.flag)
+    sim.plain_hit(UPPER, gap_cmds=3)
+    flags = sim.found("Chest", "flag", "lifetime")
+    assert [d.reason for d in flags] == [f"Chest-{to_flag * limits.up:.2f}@{to_flag}"]
+    for _ in range(to_ban - to_flag):
+        sim.plain_hit(UPPER, gap_cmds=3)
+    assert [d.evidence["hits"] for d in sim.found("Chest", "ban")] == [to_ban]
+
+
+def test_chest_cusum_drains_on_lower_torso_hits_and_never_goes_below_zero() -> None:
+    sim = Sim()
+    limits = chest_limits(sim.det.config)
+    for _ in range(3):
+        sim.plain_hit(UPPER, gap_cmds=3)
+    sim.plain_hit(LOWER, gap_cmds=3)
+    assert sim.det.lifetime_stats(P)["chest_cusum"] == pytest.approx(3 * limits.up + limits.down)
+    for _ in range(5):
+        sim.plain_hit(LOWER, gap_cmds=3)
+    assert sim.det.lifetime_stats(P)["chest_cusum"] == 0.0
+    sim.plain_hit(HEAD, gap_cmds=3)  # off the torso: no verdict
+    assert sim.det.lifetime_stats(P)["chest_cusum"] == 0.0
+
+
+def test_chest_cusum_ignores_hits_on_a_target_whose_lower_torso_was_hidden() -> None:
+    behind_cover = (1 << HEAD) | (1 << UPPER)
+    in_the_open = behind_cover | (1 << LOWER)
+    sim = Sim()
+    for _ in range(80):
+        sim.plain_hit(UPPER, gap_cmds=3, exposed=behind_cover)
+    assert sim.found("Chest") == [] and sim.det.lifetime_stats(P)["chest_cusum"] == 0.0
+    for _ in range(80):
+        sim.plain_hit(UPPER, gap_cmds=3, exposed=in_the_open)
+    assert sim.found("Chest", "flag") != []
+    # The ratio test is IW4MAdmin's and counts every hit.
+    ratio = Sim(IW4MDetector(RATIO_CHEST))
+    for _ in range(30):
+        ratio.plain_hit(UPPER, gap_cmds=3, exposed=behind_cover)
+    assert ratio.found("Chest", "flag") != []
+
+
+def test_chest_cusum_is_carried_by_the_lifetime_profile() -> None:
+    sim = Sim()
+    for _ in range(20):
+        sim.plain_hit(UPPER, gap_cmds=3)
+    profile = sim.det.export_profile(P)
+    assert profile["chest_cusum"] == pytest.approx(20 * chest_limits(sim.det.config).up)
+    sim.det.reset_session(P)
+    assert sim.det.lifetime_stats(P)["chest_cusum"] == profile["chest_cusum"]
+    fresh = IW4MDetector()
+    fresh.import_profile(P, profile)
+    assert fresh.lifetime_stats(P)["chest_cusum"] == profile["chest_cusum"]
+    older = {k: v for k, v in profile.items() if k != "chest_cusum"}  # a profile from before the field
+    fresh.import_profile(P, older)
+    assert fresh.lifetime_stats(P)["chest_cusum"] == 0.0
 
 
 # ---------------------------------------------------------------------- Offset

@@ -34,6 +34,10 @@ claim carries none, the latest sample at or before the shot's time); "before" ar
   after ``button_flag_hits`` and ``button_ban_hits`` such hits (needs the command's seq).
 - Strain: see :mod:`anticheat.detectors.iw4m.angles`; distance is the shot's ``distance_m``.
 
+Chest by default is Page's CUSUM over the torso hits on targets that showed their whole torso
+(:mod:`anticheat.detectors.iw4m.chest`), carried in the lifetime profile; ``chest_statistic =
+"ratio"`` restores IW4MAdmin's ratio test in both scopes.
+
 Lifetime analyses: Bone (``lifetime_bone_min_kills``), Chest (``lifetime_chest_min_hits``), Offset
 (ban when the lifetime mean exceeds the limit and the hit's location has more than
 ``lifetime_offset_min_location_hits`` lifetime hits) and Snap (``lifetime_snap_min_hits``). Strain,
@@ -57,6 +61,13 @@ from anticheat.detectors.iw4m.aim import (
     strain_score,
 )
 from anticheat.detectors.iw4m.angles import Angles, StrainMeter, snap_distance, view_angle_offset
+from anticheat.detectors.iw4m.chest import (
+    chest_cusum_finding,
+    chest_cusum_score,
+    chest_limits,
+    chest_observe,
+    torso_in_view,
+)
 from anticheat.detectors.iw4m.finding import Finding, Level, Scope, location_name
 from anticheat.detectors.iw4m.input import button_finding, button_score, recoil_finding, recoil_score
 from anticheat.detectors.iw4m.profile import VALID_BONES, HitStats
@@ -123,9 +134,8 @@ _SCORES: dict[str, Callable[[_PlayerState, IW4MConfig], float]] = {
     "bone": lambda st, cfg: max(
         bone_score(st.session, cfg, Scope.SESSION), bone_score(st.lifetime, cfg, Scope.LIFETIME)
     ),
-    "chest": lambda st, cfg: max(
-        chest_score(st.session, cfg, Scope.SESSION), chest_score(st.lifetime, cfg, Scope.LIFETIME)
-    ),
+    "chest": lambda st, cfg: chest_cusum_score(st.lifetime, chest_limits(cfg)) if cfg.chest_statistic == "cusum"
+    else max(chest_score(st.session, cfg, Scope.SESSION), chest_score(st.lifetime, cfg, Scope.LIFETIME)),
     "offset": lambda st, cfg: offset_score(st.session, st.lifetime, cfg),
     "strain": lambda st, cfg: strain_score(st.session, cfg),
     "snap": lambda st, cfg: snap_score(st.session, st.lifetime, cfg),
@@ -168,6 +178,7 @@ class IW4MDetector(Detector):
 
     def __init__(self, config: IW4MConfig | None = None) -> None:
         self.config = config or IW4MConfig()
+        self._chest = chest_limits(self.config)
         self._players: dict[int, _PlayerState] = {}
         self._stats: Counter[str] = Counter()
 
@@ -285,8 +296,13 @@ class IW4MDetector(Detector):
         st.lifetime.add_hit(shot.bone)
 
         findings: list[Finding] = []
+        cusum = cfg.chest_statistic == "cusum"
+        if cusum and torso_in_view(shot.exposed):
+            chest_observe(st.lifetime, shot.bone, self._chest)
         for scope, stats in ((Scope.SESSION, st.session), (Scope.LIFETIME, st.lifetime)):
-            for finding in (bone_finding(stats, cfg, scope), chest_finding(stats, cfg, scope)):
+            chest = chest_cusum_finding(stats, self._chest) if cusum and scope is Scope.LIFETIME else (
+                None if cusum else chest_finding(stats, cfg, scope))
+            for finding in (bone_finding(stats, cfg, scope), chest):
                 if finding is not None:
                     findings.append(finding)
         strain = st.strain.update(shot.time_s, (shot.claim.pitch_deg, shot.claim.yaw_deg), shot.distance_m)

@@ -7,7 +7,9 @@ location, so the size is fixed whatever the number of hits (bounded state).
 The exported dict holds only ints, floats and strings (JSON and SQLite friendly):
 ``{"version": 1, "hits": int, "kills": int, "bones": {"<bone id>": count},
 "offsets": {"<bone id>": [count, mean_deg]}, "snap_hits": int, "snap_mean": float,
-"max_strain": float, "recoil_hits": int, "recoil_mean": float, "button_no_fire": int}``.
+"max_strain": float, "recoil_hits": int, "recoil_mean": float, "button_no_fire": int,
+"chest_cusum": float}``. ``chest_cusum`` (log-likelihood-ratio units) was added after version 1 was
+fixed: a profile without it reads as 0.0, so older profiles still load.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class HitStats:
         "recoil_hits",
         "recoil_mean",
         "button_no_fire",
+        "chest_cusum",
     )
 
     def __init__(self) -> None:
@@ -53,6 +56,8 @@ class HitStats:
         self.recoil_hits = 0
         self.recoil_mean = 0.0
         self.button_no_fire = 0
+        # Page's CUSUM of the Chest test over torso hits (see ``iw4m.chest``): a statistic, not a count.
+        self.chest_cusum = 0.0
 
     # ------------------------------------------------------------------ updates
 
@@ -111,6 +116,7 @@ class HitStats:
             "recoil_hits": self.recoil_hits,
             "recoil_mean": self.recoil_mean,
             "button_no_fire": self.button_no_fire,
+            "chest_cusum": self.chest_cusum,
         }
 
     @classmethod
@@ -129,6 +135,7 @@ class HitStats:
         out.recoil_hits = _count(data, "recoil_hits")
         out.recoil_mean = _real(data, "recoil_mean")
         out.button_no_fire = _count(data, "button_no_fire")
+        out.chest_cusum = _real(data, "chest_cusum")
         bones = data.get("bones", {})
         if not isinstance(bones, Mapping):
             raise ValueError("bones must be a mapping")

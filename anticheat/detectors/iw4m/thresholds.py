@@ -57,6 +57,23 @@ class IW4MConfig:
         chest_flag_sd, chest_ban_sd: 3 and 4 deviations.
         chest_lerp_low_hits, chest_lerp_high_hits: sd interpolation range (30 to 100 upper-torso hits).
         lifetime_chest_min_hits: lifetime Chest needs this many lifetime upper-torso hits (100).
+        chest_statistic: "cusum" (the default) or "ratio" (IW4MAdmin's test, every field above from
+            ``chest_min_hits`` on). IW4MAdmin re-tests the cumulative ratio at every hit against
+            limits fitted to IW4x's hitboxes, so an honest player whose habit puts the ratio near a
+            limit crosses it sooner or later, and the longer the session the likelier. "cusum" asks
+            the question as Page's test over the torso hits, one Bernoulli verdict each (upper:
+            positive), whose false-alarm rate is set per hit and so per player-hour. Only hits on a
+            target whose upper and lower torso were both in view count (``ShotResult.exposed``;
+            hits without it count too): a target behind low cover shows only its upper torso, and
+            every hit on it there says nothing about where the shooter aims.
+        chest_theta0: the upper-torso share of torso hits an honest player can have (0.6, a ratio of
+            1.5: IW4MAdmin's 4-sd ban line at low sample is 1.59); in control at or below it.
+        chest_theta1: the share of a cheat that aims at the chest (0.85, a ratio of 5.7: our
+            hitboxes put most misses of a chest aim point on the arms and upper torso).
+        chest_flag_arl_hits, chest_ban_arl_hits: in-control average run length, in torso hits, to a
+            flag (5e6: at ~400 torso hits per player-hour, one per 12,000 player-hours for a player
+            exactly at theta0, and far rarer below it) and to a ban (1e8). A share of 0.95 flags
+            after ~48 torso hits on average, 0.85 after ~87.
 
         offset_mu, offset_sigma: log-normal fit of per-hit offsets (-2.3243889, 0.5851351).
         offset_sigmas: deviations above the mean in log space (4).
@@ -124,6 +141,11 @@ class IW4MConfig:
     chest_lerp_low_hits: int = 30
     chest_lerp_high_hits: int = 100
     lifetime_chest_min_hits: int = 100
+    chest_statistic: str = "cusum"
+    chest_theta0: float = 0.6
+    chest_theta1: float = 0.85
+    chest_flag_arl_hits: float = 5e6
+    chest_ban_arl_hits: float = 1e8
 
     offset_mu: float = -2.3243889
     offset_sigma: float = 0.5851351
@@ -164,6 +186,12 @@ class IW4MConfig:
             raise ValueError("bone_lerp_high_hits must exceed bone_lerp_low_hits")
         if self.chest_lerp_high_hits <= self.chest_lerp_low_hits:
             raise ValueError("chest_lerp_high_hits must exceed chest_lerp_low_hits")
+        if self.chest_statistic not in ("cusum", "ratio"):
+            raise ValueError(f"chest_statistic must be 'cusum' or 'ratio', got {self.chest_statistic!r}")
+        if not 0.0 < self.chest_theta0 < self.chest_theta1 < 1.0:
+            raise ValueError("chest_theta0 and chest_theta1 need 0 < theta0 < theta1 < 1")
+        if not 1.0 < self.chest_flag_arl_hits <= self.chest_ban_arl_hits:
+            raise ValueError("chest_flag_arl_hits must exceed 1 and not exceed chest_ban_arl_hits")
         if self.aim_ring_size < 4 or self.pending_max < 1 or self.reemit_every_hits < 1:
             raise ValueError("aim_ring_size >= 4, pending_max >= 1 and reemit_every_hits >= 1 required")
         # The strain meter divides by these and raises the base to powers: a base above 1 grows
