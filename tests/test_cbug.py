@@ -20,6 +20,7 @@ from world.weapons import WeaponId
 
 P = 3
 PISTOL = int(WeaponId.PISTOL)
+SNIPER = int(WeaponId.SNIPER)
 C, J, S, LL = int(Buttons.CROUCH), int(Buttons.JUMP), int(Buttons.SPRINT), int(Buttons.LEAN_LEFT)
 
 ORIGINAL = CbugConfig(threshold=10.0)
@@ -355,3 +356,38 @@ def test_unchanged_commands_fast_path_changes_nothing(seed: int) -> None:
     assert fast.det.score(P) == full.det.score(P) and fast.det.contributions(P) == full.det.contributions(P)
     if seed % 3 != 0:
         assert fast.detections  # the stream does exercise the analysis
+
+
+def _crouch_taps_after_each_shot(feed: Feed, shots: int, taps: int) -> None:
+    """A sniper shot every 1.6 s and ``taps`` crouch taps 0.25 s apart after each, from 0.45 s on
+    (an honest player dodging between shots, as seen on a satellite link in the lab)."""
+    t = 0.0
+    for _ in range(shots):
+        feed.fire(t, weapon=SNIPER)
+        for k in range(taps):
+            feed.cmd(t + 0.45 + 0.25 * k, C, weapon=SNIPER)
+            feed.cmd(t + 0.55 + 0.25 * k, 0, weapon=SNIPER)
+        t += 1.6
+
+
+def test_one_crouch_counts_per_shot_so_crouch_taps_between_shots_are_one_cancel() -> None:
+    feed = Feed(CbugDetector())
+    _crouch_taps_after_each_shot(feed, shots=3, taps=4)
+    # 3 shots x one counted crouch each, less the decay between them: not 3 x 4 x 4 = 48.
+    assert feed.det.score(P) == pytest.approx(12.0 - 0.5 * (2 * 1.6 + 0.0), abs=0.5)
+    assert feed.detections == []
+    every = Feed(CbugDetector(CbugConfig(crouches_per_shot=0)))  # the original counts each press
+    _crouch_taps_after_each_shot(every, shots=3, taps=4)
+    assert [d.kind for d in every.detections] == ["classic"]
+
+
+def test_the_cheat_still_counts_one_cancel_after_every_shot() -> None:
+    feed = Feed(CbugDetector())
+    for i in range(6):
+        feed.classic_cycle(0.45 * i)
+    assert [d.kind for d in feed.detections] == ["classic"]
+
+
+def test_crouches_per_shot_must_be_a_count() -> None:
+    with pytest.raises(ValueError, match="crouches_per_shot"):
+        CbugConfig(crouches_per_shot=-1)

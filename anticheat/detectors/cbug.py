@@ -90,6 +90,11 @@ class CbugConfig:
         weight_*: score added per variant (see the module docstring).
         monitored_weapons: weapon ids whose shots open a sequence. The original watches the Desert
             Eagle, Shotgun, SPAS-12, Rifle and Sniper; ours are the pistol, shotgun, rifle and sniper.
+        crouches_per_shot: crouch presses that count after one shot (1). The exploit needs one
+            cancel per shot, and the cheat crouches once after every shot; an honest player who taps
+            crouch while fighting (dodging, peeking) presses it several times between two shots, and
+            the original's every-press scoring took four taps after one sniper shot for a cancel
+            each. 0 counts every press, as the original.
         enabled_by_default: players are checked unless disabled (the original's default is off).
         severity: Detection severity (a C-bug is an exploit of the game, not a cheat program).
     """
@@ -116,6 +121,7 @@ class CbugConfig:
             int(w) for w in (WeaponId.PISTOL, WeaponId.SHOTGUN, WeaponId.RIFLE, WeaponId.SNIPER)
         )
     )
+    crouches_per_shot: int = 1
     enabled_by_default: bool = True
     severity: float = 0.5
 
@@ -136,6 +142,8 @@ class CbugConfig:
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0:
                 raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
+        if isinstance(self.crouches_per_shot, bool) or not isinstance(self.crouches_per_shot, int) or self.crouches_per_shot < 0:
+            raise ValueError(f"crouches_per_shot must be an int >= 0, got {self.crouches_per_shot!r}")
 
     def weight(self, variant: str) -> float:
         """The score weight of ``variant`` (one of :data:`VARIANTS`)."""
@@ -159,6 +167,7 @@ class _PlayerState:
         "switch_away_time",
         "switch_request_time",
         "roll_time",
+        "crouches",
         "prev_buttons",
         "prev_switch",
         "prev_weapon",
@@ -180,6 +189,8 @@ class _PlayerState:
         self.switch_away_time: float | None = None
         self.switch_request_time: float | None = None
         self.roll_time: float | None = None
+        # Crouch presses counted since the shot that opened the sequence.
+        self.crouches = 0
         self.prev_buttons: int | None = None
         self.prev_switch = 0
         self.prev_weapon = 0
@@ -198,6 +209,7 @@ class _PlayerState:
         self.shot_weapon = 0
         self.switch_away_time = None
         self.roll_time = None
+        self.crouches = 0
 
 
 class CbugDetector(Detector):
@@ -297,6 +309,7 @@ class CbugDetector(Detector):
         st.shot_weapon = shot.weapon
         st.switch_away_time = None
         st.roll_time = None
+        st.crouches = 0
         if rapid:
             self._add(st, "rapid_shots", now)
             return self._maybe_detect(st, player, shot.tick, now)
@@ -372,9 +385,11 @@ class CbugDetector(Detector):
                 self._add(st, "switch_back", now)
                 added = True
             st.switch_request_time = now
-        if pressed & Buttons.CROUCH:
+        per_shot = cfg.crouches_per_shot
+        if pressed & Buttons.CROUCH and (per_shot == 0 or st.crouches < per_shot):
             variant = self._crouch_variant(st, sample, buttons, int(pressed), now, buffer)
             if variant is not None:
+                st.crouches += 1
                 self._add(st, variant, now)
                 added = True
         if added:
