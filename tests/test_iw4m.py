@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -672,3 +673,26 @@ def test_first_command_of_a_new_shooter_is_remembered() -> None:
     sim.det.reset_player(P)
     sim.cmd(0.0, 0.0, int(Buttons.FIRE))
     assert len(sim.det._players[P].samples) == 1
+
+
+def test_chest_cusum_in_control_run_length_matches_its_average_run_length() -> None:
+    from anticheat.detectors.cusum import average_run_length
+    from anticheat.detectors.iw4m.chest import chest_observe
+    from anticheat.detectors.iw4m.profile import HitStats
+
+    # A short ARL so a few thousand runs fit in a test; an honest player exactly at theta0.
+    cfg = IW4MConfig(chest_flag_arl_hits=300.0, chest_ban_arl_hits=300.0)
+    limits = chest_limits(cfg)
+    rng = np.random.default_rng(11)
+    runs = []
+    for _ in range(3000):
+        stats, n = HitStats(), 0
+        while stats.chest_cusum < limits.flag:
+            n += 1
+            chest_observe(stats, UPPER if rng.random() < cfg.chest_theta0 else LOWER, limits)
+        runs.append(n)
+    expected = average_run_length(cfg.chest_theta0, cfg.chest_theta0, cfg.chest_theta1, limits.flag)
+    # The smallest threshold whose ARL reaches 300: upper-torso steps are discrete, so a little over.
+    assert 300.0 <= expected < 330.0
+    # Run lengths are roughly geometric: sd ~ mean, so 3000 runs put the mean within ~2 %.
+    assert np.mean(runs) == pytest.approx(expected, rel=4 * np.std(runs) / np.sqrt(len(runs)) / expected)

@@ -86,7 +86,14 @@ def average_run_length(theta: float, theta0: float, theta1: float, h: float, *, 
 
 def threshold_for_arl(theta0: float, theta1: float, arl: float, *, cells: int = _CELLS) -> float:
     """The smallest h (log-LR units) whose in-control ARL (``theta = theta0``) is at least
-    ``arl`` observations, to a relative precision of 1e-4."""
+    ``arl`` observations, to a relative precision of 1e-4, then checked on a lattice ten times
+    finer and raised in steps of 0.5 % until that one agrees.
+
+    The ARL is a step function of h (it jumps where h meets a sum of whole steps), and the
+    lattice rounds the steps to its cells, which moves the jumps a little. The bisection ends on
+    a jump, exactly where that error is largest: at theta 0.6 / 0.85 and 300 observations the
+    2,000-cell lattice said 317 at the h it found where the chain (and a simulation) gives 286.
+    """
     if arl <= 1.0:
         raise ValueError(f"the in-control ARL must exceed one observation, got {arl!r}")
     lo, hi = 0.0, llr_steps(theta0, theta1)[0]
@@ -100,6 +107,9 @@ def threshold_for_arl(theta0: float, theta1: float, arl: float, *, cells: int = 
             hi = mid
         else:
             lo = mid
+    fine = 10 * cells
+    while average_run_length(theta0, theta0, theta1, hi, cells=fine) < arl:
+        hi *= 1.005
     return hi
 
 
