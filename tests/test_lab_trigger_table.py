@@ -286,3 +286,29 @@ def test_the_command_measures_the_corpus(corpus: Path) -> None:
     err = io.StringIO()
     assert main(["lab", "trigger-table", str(corpus)], stdout=io.StringIO(), stderr=err) == 1
     assert "grid points" in err.getvalue()
+
+
+def test_honest_corpora_join_the_tail_but_not_the_table(corpus: Path) -> None:
+    out = io.StringIO()
+    assert main(["lab", "trigger-table", str(corpus), "--tail-from", "0", "--json"], stdout=out, stderr=io.StringIO()) == 0
+    alone = json.loads(out.getvalue())
+    out = io.StringIO()
+    # The same corpus again as the further honest corpus: each honest player-match twice, apart.
+    assert main(["lab", "trigger-table", str(corpus), "--tail-from", "0", "--json", "--honest", str(corpus)],
+                stdout=out, stderr=io.StringIO()) == 0
+    both = json.loads(out.getvalue())
+    assert both["table"] == alone["table"] and both["shots"] == alone["shots"]
+    assert both["honest_player_matches"] == 2 * alone["honest_player_matches"]
+    assert both["honest_hours"] == pytest.approx(2 * alone["honest_hours"], abs=2e-3)  # JSON keeps 3 decimals
+    # Twice the player-matches over twice the hours: the same rate at every level; a level one
+    # player-match reached alone (left out: the fit needs two) now has two.
+    doubled = {t["x"]: t["n"] for t in both["tail"]}
+    assert all(doubled[t["x"]] == 2 * t["n"] for t in alone["tail"])
+    assert all(n == 2 for x, n in doubled.items() if x not in {t["x"] for t in alone["tail"]})
+    assert all(t["per_hour"] == pytest.approx(a["per_hour"], rel=0.02) for t, a in zip(both["tail"], alone["tail"]))
+    # The triggerbots are the main corpus's; under the shipped constants nothing about them moved.
+    def current(m: dict[str, Any]) -> list[tuple[str, float | None]]:
+        return [(t["name"], t["current_first_alarm_play_s"]) for t in m["triggerbots"]]
+
+    assert current(both) == current(alone)
+    assert both["current"]["honest_alarms"] == 2 * alone["current"]["honest_alarms"]

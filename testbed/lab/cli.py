@@ -9,7 +9,7 @@
     referee lab calibrate DIR [--run NAME] [--prior P] [--out sanctions.toml]
     referee lab train-aimdetect DIR [--holdout DIR] [--target-fpr F] [--out PATH]
     referee lab fidelity DIR [--jobs N] [--json]   (honest bots against real-player figures)
-    referee lab trigger-table DIR [--jobs N] [--tail-from X] [--json]  (triggerbot constants)
+    referee lab trigger-table DIR [--jobs N] [--tail-from X] [--honest DIR]... [--json]  (triggerbot constants)
     referee lab export DIR OUTDIR        (every table as Parquet)
     referee lab sql DIR "SELECT ..."     (read-only SQL over the corpus)
 
@@ -131,6 +131,9 @@ def add_lab_parser(sub: Any) -> None:
     trig.add_argument("--jobs", type=positive_int, default=1, help="worker processes decoding streams (1)")
     trig.add_argument("--tail-from", type=float, default=6.0, metavar="X",
                       help="fit the honest peak tail at x = X, X+1, ... (default 6)")
+    trig.add_argument("--honest", action="append", default=[], metavar="DIR",
+                      help="another corpus whose honest players join the peak tail (repeatable): "
+                      "long honest sessions, such as the sessions spec")
     trig.add_argument("--json", action="store_true", help="print the figures as one JSON object")
 
     sql = cmds.add_parser("sql", help="run a read-only SQL query over the corpus")
@@ -571,12 +574,17 @@ def _trigger_table(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from testbed.lab.trigger_table import measure, tail_grid
 
     store = _open_read(args.dir)
+    extra = []
     try:
+        extra = [_open_read(d) for d in args.honest]
         try:
-            m = measure(store, jobs=args.jobs, xs=tail_grid(args.tail_from), on_match=lambda d, t: err.write(f"\rdecoded {d}/{t} streams"))
+            m = measure(store, jobs=args.jobs, xs=tail_grid(args.tail_from), honest_stores=extra,
+                        on_match=lambda d, t: err.write(f"\rdecoded {d}/{t} streams"))
         except ValueError as exc:
             raise LabError(f"{args.dir}: {exc}") from exc
     finally:
+        for other in extra:
+            other.close()
         store.close()
         err.write("\n")
     if args.json:

@@ -69,6 +69,9 @@ TAIL_GRID = tail_grid()
 """The default grid: x = 6, 7, 8, ... (while at least 2 honest player-matches reach x)."""
 HONEST_PREFIX = "honest:"
 
+EXTRA_MATCH_OFFSET = 1_000_000
+"""Added to the match ids of each further corpus (times its position) so player-matches stay apart."""
+
 
 @dataclass(frozen=True, slots=True)
 class JudgedShot:
@@ -371,29 +374,45 @@ class TriggerMeasurement:
 
 
 def measure(store: LabStore, *, jobs: int = 1, false_alarm_player_hours: float = 1000.0,
-            xs: Iterable[float] = TAIL_GRID, on_match: Callable[[int, int], object] | None = None) -> TriggerMeasurement:
+            xs: Iterable[float] = TAIL_GRID, on_match: Callable[[int, int], object] | None = None,
+            honest_stores: Sequence[LabStore] = ()) -> TriggerMeasurement:
     """Measure ``LOG_LR`` and the honest tail on the corpus in ``store``, and what they (and the
-    current constants) do: honest peaks and alarms, each triggerbot's first alarm."""
+    current constants) do: honest peaks and alarms, each triggerbot's first alarm.
+
+    ``honest_stores``: more corpora whose honest players join the tail and the honest alarms
+    (not the table): long honest sessions show the peaks that ten-minute matches cannot."""
     shots = corpus_judged_shots(store, jobs=jobs, on_match=on_match)
     n_honest, seconds = store.con.execute(
         "SELECT count(*), coalesce(sum(play_s), 0) FROM players WHERE NOT cheat").fetchone()
+    extra: list[JudgedShot] = []
+    for k, other in enumerate(honest_stores, start=1):
+        # Match ids restart in every corpus: shift each one's out of the others' way.
+        offset = k * EXTRA_MATCH_OFFSET
+        extra += [JudgedShot(s.stratum, s.match_id + offset, s.name, s.session, s.play_s, s.band, s.category)
+                  for s in corpus_judged_shots(other, jobs=jobs, on_match=on_match)
+                  if s.stratum.startswith(HONEST_PREFIX)]
+        n, sec = other.con.execute("SELECT count(*), coalesce(sum(play_s), 0) FROM players WHERE NOT cheat").fetchone()
+        n_honest, seconds = n_honest + n, seconds + sec
     bots = sorted((int(m), str(n), str(p)) for m, n, p in store.con.execute(
         "SELECT match_id, name, profile FROM players WHERE list_contains(?, profile)",
         [list(TRIGGERBOT_PROFILES)]).fetchall())
     return evaluate(shots, honest_player_matches=int(n_honest), honest_hours=float(seconds) / 3600.0,
-                    triggerbots=bots, false_alarm_player_hours=false_alarm_player_hours, xs=xs)
+                    triggerbots=bots, false_alarm_player_hours=false_alarm_player_hours, xs=xs,
+                    tail_shots=extra)
 
 
 def evaluate(shots: Sequence[JudgedShot], *, honest_player_matches: int, honest_hours: float,
              triggerbots: Sequence[tuple[int, str, str]], false_alarm_player_hours: float = 1000.0,
-             xs: Iterable[float] = TAIL_GRID) -> TriggerMeasurement:
+             xs: Iterable[float] = TAIL_GRID, tail_shots: Sequence[JudgedShot] = ()) -> TriggerMeasurement:
     """``measure`` on judged shots already collected: ``honest_player_matches`` and
-    ``honest_hours`` (player-hours) are the honest exposure, ``triggerbots`` the (match_id, name,
-    profile) of the triggerbot player-matches."""
+    ``honest_hours`` (player-hours) are the honest exposure (``tail_shots``' players included),
+    ``triggerbots`` the (match_id, name, profile) of the triggerbot player-matches;
+    ``tail_shots`` are honest shots that join the tail but not the table."""
     xs = tuple(xs)
     counts = shot_counts(shots)
     table = log_lr_table(counts, allow_missing=True)
-    honest = [s for s in shots if s.stratum.startswith(HONEST_PREFIX)]
+    honest = [s for s in shots if s.stratum.startswith(HONEST_PREFIX)] + list(tail_shots)
+    shots = list(shots) + list(tail_shots)
     peaks = honest_peaks(honest, table)
     # Player-matches without a judged shot peak at 0: they count in the exposure, not the tail.
     tail = tail_points(peaks.values(), honest_hours, xs)
