@@ -95,6 +95,12 @@ class WallhackConfig:
             phantom_episodes_per_hour: 422 judged an honest player-hour there, 500 assumed.
             phantom_theta1: the wallhack bots' rate there was 0.82 (245 of 297); 0.7 is designed
             for. Re-measure when the phantom's placement or the verdict changes.
+            phantom_false_alarm_player_hours is 2,500: with these steps (+3.56 per positive,
+            -1.18 per negative) the ARL is a step function of h, and every h from 11.88 to 13.04
+            gives 1.34e6 episodes, 2,680 player-hours. The 5,000 asked for before landed at
+            13.04 through a lattice error (its true ARL was that 2,680) and asking for 5,000
+            correctly gives 13.10, which needs one more positive episode in the common case
+            (a wallhack in the held-out corpus went from 77 s to 201 s).
         phantom_engage_deg: judge a phantom episode only when it starts this close to the view
             (deg; 180: always, the player has no reason to look at a phantom either way).
         phantom_min_samples: samples a phantom episode needs to be judged (2 s at 64 Hz: a
@@ -116,7 +122,7 @@ class WallhackConfig:
     min_samples: int = 6
     max_gap_s: float = 0.1
     severity: float = 0.6
-    phantom_false_alarm_player_hours: float = searched(5000.0, 50.0, 1e5)
+    phantom_false_alarm_player_hours: float = searched(2500.0, 50.0, 1e5)
     phantom_episodes_per_hour: float = 500.0
     phantom_theta0: float = 0.02
     phantom_theta1: float = searched(0.7, 0.1, 0.9)
