@@ -295,16 +295,17 @@ class IW4MDetector(Detector):
         st.session.add_hit(shot.bone)
         st.lifetime.add_hit(shot.bone)
 
-        findings: list[Finding] = []
         cusum = cfg.chest_statistic == "cusum"
         if cusum and torso_in_view(shot.exposed):
             chest_observe(st.lifetime, shot.bone, self._chest)
+        candidates: list[Finding | None] = []
         for scope, stats in ((Scope.SESSION, st.session), (Scope.LIFETIME, st.lifetime)):
-            chest = chest_cusum_finding(stats, self._chest) if cusum and scope is Scope.LIFETIME else (
-                None if cusum else chest_finding(stats, cfg, scope))
-            for finding in (bone_finding(stats, cfg, scope), chest):
-                if finding is not None:
-                    findings.append(finding)
+            candidates.append(bone_finding(stats, cfg, scope))
+            if not cusum:
+                candidates.append(chest_finding(stats, cfg, scope))
+        if cusum:
+            candidates.append(chest_cusum_finding(st.lifetime, self._chest))
+        findings = [f for f in candidates if f is not None]
         strain = st.strain.update(shot.time_s, (shot.claim.pitch_deg, shot.claim.yaw_deg), shot.distance_m)
         for stats in (st.session, st.lifetime):
             stats.max_strain = max(stats.max_strain, strain)
