@@ -24,7 +24,8 @@ from anticheat.detectors.iw4m.angles import StrainMeter, abs_angle_diff, snap_di
 from anticheat.detectors.iw4m.finding import Finding, Level, Scope
 from anticheat.detectors.cusum import threshold_for_arl
 from anticheat.detectors.iw4m.chest import chest_limits
-from anticheat.detectors.iw4m.ratios import chest_thresholds, headshot_thresholds, max_bone_thresholds
+from anticheat.detectors.iw4m.profile import HitStats
+from anticheat.detectors.iw4m.ratios import bone_finding, chest_thresholds, headshot_thresholds, max_bone_thresholds
 from anticheat.detectors.iw4m.thresholds import IW4MConfig, max_offset_deg
 from anticheat.skip import SkipBook
 from world.hitbox import Bone
@@ -142,6 +143,47 @@ def test_headshot_flag_threshold_falls_from_0576_to_0300() -> None:
     expect = (0.4593 + 2.25 * 0.05158, 0.4593 + 3.25 * 0.05158)
     assert max_bone_thresholds(60, cfg, False) == pytest.approx(expect, abs=1e-3)
     assert chest_thresholds(30, cfg, False) == pytest.approx((0.4435 + 3 * 0.2859, 0.4435 + 4 * 0.2859), abs=1e-3)
+
+
+def test_bone_limits_stop_tightening_at_the_cap() -> None:
+    cfg = IW4MConfig()
+    assert cfg.bone_cap_hits == 250
+    at_cap = 0.222 + 2 * 0.03924263235 + 1.6455 / math.sqrt(250)
+    assert headshot_thresholds(250, cfg)[0] == pytest.approx(at_cap)
+    assert headshot_thresholds(250, cfg)[0] == pytest.approx(0.405, abs=1e-3)
+    assert headshot_thresholds(5000, cfg) == headshot_thresholds(250, cfg)
+    assert max_bone_thresholds(5000, cfg) == max_bone_thresholds(250, cfg)
+    assert max_bone_thresholds(5000, cfg)[0] == pytest.approx(0.679, abs=1e-3)
+    # Below the cap nothing changes; 0 restores IW4MAdmin's limits, which keep falling.
+    uncapped = IW4MConfig(bone_cap_hits=0)
+    assert headshot_thresholds(200, cfg) == headshot_thresholds(200, uncapped)
+    assert headshot_thresholds(5000, uncapped)[0] == pytest.approx(0.222 + 2 * 0.03924263235 + 1.6455 / math.sqrt(5000))
+    with pytest.raises(ValueError, match="bone_cap_hits"):
+        IW4MConfig(bone_cap_hits=-1)
+
+
+def _first_bone_finding(heads_per_20: int, hits: int, cfg: IW4MConfig) -> int | None:
+    """The hit at which a lifetime profile whose headshots come evenly, ``heads_per_20`` in every
+    20 hits (the rest upper arm, so no single other bone leads), is first found by Bone."""
+    stats = HitStats()
+    stats.kills = 1000
+    for i in range(hits):
+        head = (i % 20) * heads_per_20 // 20 != ((i % 20) + 1) * heads_per_20 // 20
+        stats.add_hit(int(Bone.HEAD) if head else int(Bone.UPPER_RIGHT_ARM) + i % 2)
+        if bone_finding(stats, cfg, Scope.LIFETIME) is not None:
+            return i + 1
+    return None
+
+
+def test_bone_cap_leaves_a_steady_high_honest_ratio_alone_but_not_a_cheat() -> None:
+    # A headshot ratio of 0.35, 3 population sd above IW4MAdmin's mean: its limits, falling
+    # towards 0.30, catch it once the margin of error is below 0.05 (~1,100 hits, 2-3 h of play).
+    assert 1000 < _first_bone_finding(7, 4000, IW4MConfig(bone_cap_hits=0)) < 1300
+    assert _first_bone_finding(7, 4000, IW4MConfig()) is None
+    # A head-aiming cheat at 0.6 is found at the same hit either way.
+    cheat = _first_bone_finding(12, 400, IW4MConfig())
+    assert cheat is not None and cheat == _first_bone_finding(12, 400, IW4MConfig(bone_cap_hits=0))
+    assert cheat < 100
 
 
 def test_max_offset_figures() -> None:

@@ -42,14 +42,21 @@ def _limits(
     )
 
 
+def _bone_hits(hits: int, cfg: IW4MConfig) -> int:
+    """The sample size the Bone limits are read at: past ``bone_cap_hits`` they no longer tighten."""
+    return min(hits, cfg.bone_cap_hits) if cfg.bone_cap_hits > 0 else hits
+
+
 def headshot_thresholds(hits: int, cfg: IW4MConfig, with_margin: bool = True) -> tuple[float, float]:
     """(flag, ban) limits of the headshot ratio at ``hits`` hits."""
-    return _limits(hits, cfg, "headshot", (cfg.bone_lerp_low_hits, cfg.bone_lerp_high_hits), with_margin)
+    span = (cfg.bone_lerp_low_hits, cfg.bone_lerp_high_hits)
+    return _limits(_bone_hits(hits, cfg), cfg, "headshot", span, with_margin)
 
 
 def max_bone_thresholds(hits: int, cfg: IW4MConfig, with_margin: bool = True) -> tuple[float, float]:
     """(flag, ban) limits of the largest single-bone share at ``hits`` hits."""
-    return _limits(hits, cfg, "max_bone", (cfg.bone_lerp_low_hits, cfg.bone_lerp_high_hits), with_margin)
+    span = (cfg.bone_lerp_low_hits, cfg.bone_lerp_high_hits)
+    return _limits(_bone_hits(hits, cfg), cfg, "max_bone", span, with_margin)
 
 
 def chest_thresholds(upper_hits: int, cfg: IW4MConfig, with_margin: bool = True) -> tuple[float, float]:

@@ -45,6 +45,14 @@ class IW4MConfig:
             (0.4593110238; 0.1324612879 to 0.0515753935).
         max_bone_flag_sd, max_bone_ban_sd: 2.25 and 3.25 deviations.
         lifetime_bone_min_kills: lifetime Bone needs this many lifetime kills (IW4MAdmin's high sample 100).
+        bone_cap_hits: the Bone limits stop tightening at this many hits (250; 0: never, as
+            IW4MAdmin). IW4MAdmin's limits fall with the margin of error towards mean + k sd, a
+            headshot ratio of 0.30, so every player whose habit lies above it (2.3 % of IW4MAdmin's
+            own population) is flagged in the end: in a simulation a player at 0.345 is flagged
+            within 1 h with probability 0.14, 3 h 0.60, 10 h 1.00. Frozen at 250 hits the headshot
+            limit stays at 0.405 (4.7 population sd above the mean) and the largest-bone one at
+            0.679; that player's chance stays 0.08 however long it plays, and cheats whose share is
+            above the frozen limit are still flagged, at the same hit as before up to 250 hits.
 
         chest_min_hits: Chest needs this many upper-torso hits (30); chest_ban_min_hits: ban needs 60.
         chest_mean, chest_sd_low, chest_sd_high: upper / lower torso hit ratio (0.4435; 0.2859234644 to
@@ -130,6 +138,7 @@ class IW4MConfig:
     max_bone_flag_sd: float = 2.25
     max_bone_ban_sd: float = 3.25
     lifetime_bone_min_kills: int = 100
+    bone_cap_hits: int = 250
 
     chest_min_hits: int = 30
     chest_ban_min_hits: int = 60
@@ -184,6 +193,8 @@ class IW4MConfig:
     def __post_init__(self) -> None:
         if self.bone_lerp_high_hits <= self.bone_lerp_low_hits:
             raise ValueError("bone_lerp_high_hits must exceed bone_lerp_low_hits")
+        if self.bone_cap_hits < 0:
+            raise ValueError(f"bone_cap_hits must be >= 0, got {self.bone_cap_hits}")
         if self.chest_lerp_high_hits <= self.chest_lerp_low_hits:
             raise ValueError("chest_lerp_high_hits must exceed chest_lerp_low_hits")
         if self.chest_statistic not in ("cusum", "ratio"):
