@@ -89,11 +89,12 @@ def add_lab_parser(sub: Any) -> None:
 
     goals = cmds.add_parser("goals", help="the detection goals (honest alarms, subtle and blatant TPR, "
                             "AimDetect, sanctions) of a run, side by side with another")
-    goals.add_argument("dir")
+    goals.add_argument("dir", nargs="+", metavar="DIR[:RUN]",
+                       help="the corpus (RUN: its run, instead of --run); several are pooled into one sample")
     goals.add_argument("--run", default="base")
-    goals.add_argument("--compare", metavar="RUN", help="another run of the same corpus, shown first (before)")
+    goals.add_argument("--compare", metavar="RUN", help="another run of the same corpora, shown first (before)")
     goals.add_argument("--kills", action="store_true",
-                       help="also score the shipped AimDetect model on this corpus's kills (decodes every stream)")
+                       help="also score the shipped AimDetect model on the corpora's kills (decodes every stream)")
     goals.add_argument("--json", action="store_true", help="print the figures as one JSON object")
 
     calib = cmds.add_parser("calibrate", help="the sanction policy's kind weights from each kind's likelihood ratio")
@@ -152,7 +153,9 @@ def run_lab(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return handler(args, out, err)
     except duckdb.IOException as exc:
         # Another process (a build or re-run) holds the corpus: say so in one line.
-        raise LabError(f"{args.dir if hasattr(args, 'dir') else ''}: the corpus database is busy or unreadable "
+        where = getattr(args, "dir", "")
+        where = ", ".join(where) if isinstance(where, list) else where
+        raise LabError(f"{where}: the corpus database is busy or unreadable "
                        f"({str(exc).splitlines()[0]})") from exc
 
 
@@ -228,44 +231,69 @@ def _corpus(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _goals(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from anticheat.detectors.aimdetect.model import evaluate, load_shipped_model
-    from testbed.lab.goals import goal_rows, goals
-    from testbed.lab.kills import corpus_kill_rows
-    from testbed.lab.store import open_store
+    import numpy as np
 
-    try:
-        store = open_store(args.dir, read_only=True)
-    except FileNotFoundError as exc:
-        raise LabError(str(exc)) from exc
-    try:
-        runs = [r for r in (args.compare, args.run) if r]
-        missing = [r for r in runs if r not in store.runs()]
-        if missing:
-            raise LabError(f"{args.dir} has no run {missing[0]!r}; runs: {', '.join(store.runs())}")
-        model = load_shipped_model()
-        kill_rates = None
-        if args.kills:
-            err.write("scoring the shipped AimDetect model on every kill ...\n")
-            rows = corpus_kill_rows(store)
-            kill_rates = evaluate(model, rows.features, rows.labels, rows.strata)
-        figures = [goals(store, run, kill_rates, model) for run in runs]
-    finally:
-        store.close()
+    from anticheat.detectors.aimdetect.model import evaluate, load_shipped_model
+    from testbed.lab.goals import goal_rows, goals, pool_goals
+    from testbed.lab.kills import corpus_kill_rows
+
+    targets = [_dir_and_run(d, args.run) for d in args.dir]
+    model = load_shipped_model()
+    # figures[i][j]: corpus i, column j (the compare run first, then the run).
+    figures: list[list[dict[str, Any]]] = []
+    kills = []
+    for directory, run in targets:
+        store = _open_read(directory)
+        try:
+            runs = [r for r in (args.compare, run) if r]
+            missing = [r for r in runs if r not in store.runs()]
+            if missing:
+                raise LabError(f"{directory} has no run {missing[0]!r}; runs: {', '.join(store.runs())}")
+            if args.kills:
+                err.write(f"extracting the kills of {directory} ...\n")
+                kills.append(corpus_kill_rows(store))
+            figures.append([goals(store, r, None, model) for r in runs])
+        finally:
+            store.close()
+    kill_rates = None
+    if kills:
+        err.write("scoring the shipped AimDetect model on every kill ...\n")
+        kill_rates = evaluate(model, np.concatenate([k.features for k in kills]),
+                              np.concatenate([k.labels for k in kills]), np.concatenate([k.strata for k in kills]))
+    columns = [pool_goals([f[j] for f in figures], kill_rates) for j in range(len(figures[0]))]
+    names = [r for r in (args.compare, "/".join(dict.fromkeys(run for _, run in targets))) if r]
     if args.json:
-        out.write(json.dumps({"runs": figures}) + "\n")
+        body: dict[str, Any] = {"runs": columns}
+        if len(targets) > 1:
+            body["corpora"] = [{"dir": d, "run": r, "runs": f} for (d, r), f in zip(targets, figures)]
+        out.write(json.dumps(body) + "\n")
         return 0
     console = _console(out)
-    c = figures[0]["corpus"]
-    table = Table(title=f"{args.dir}: {c['matches']} matches, {c['player_hours']:.1f} player-hours "
+    c = columns[-1]["corpus"]
+    where = targets[0][0] if len(targets) == 1 else f"{len(targets)} corpora pooled"
+    table = Table(title=f"{where}: {c['matches']} matches, {c['player_hours']:.1f} player-hours "
                         f"({c['honest_player_hours']:.1f} honest), {c['cheater_engagements']} cheater engagements")
     table.add_column("goal", no_wrap=True)
-    for run in runs:
-        table.add_column(run)
-    columns = [dict(goal_rows(f)) for f in figures]
-    for goal in dict.fromkeys(k for col in columns for k in col):
-        table.add_row(goal, *(col.get(goal, "-") for col in columns))
+    for name in names:
+        table.add_column(name)
+    rows = [dict(goal_rows(col)) for col in columns]
+    for goal in dict.fromkeys(k for col in rows for k in col):
+        table.add_row(goal, *(col.get(goal, "-") for col in rows))
     console.print(table)
+    if len(targets) > 1:
+        for (directory, run), f in zip(targets, figures):
+            h = f[-1]["1_honest"]
+            console.print(f"  {directory} (run {run}): {h['player_hours']:.1f} honest h, "
+                          f"{h['cheating_detections']['count']} honest cheating detections")
     return 0
+
+
+def _dir_and_run(spec: str, default_run: str) -> tuple[str, str]:
+    """``DIR`` or ``DIR:RUN`` (a colon inside an existing directory's name is part of it)."""
+    if ":" in spec and not Path(spec).exists():
+        directory, _, run = spec.rpartition(":")
+        return directory, run or default_run
+    return spec, default_run
 
 
 def _calibrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

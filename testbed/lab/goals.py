@@ -12,6 +12,9 @@ Six figures, each with its 95 % interval and the exposure behind it:
 5. AimDetect's per-kill classifier: the shipped model's held-out rates (out-of-fold by match on its
    training corpus) and, when kill rows are given, its rates on this corpus's kills;
 6. sanctions: blatant cheaters recommended at least KICK within 60 s; honest players above LOG.
+
+:func:`pool_goals` adds the figures of several corpora up (counts and exposures, then the
+intervals again), so held-out corpora built on different seeds read as one sample.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from testbed.lab.aggregate import summarize
 from testbed.lab.metrics import proportion, rate
 from testbed.lab.store import LabStore
 
-__all__ = ["goals"]
+__all__ = ["goal_rows", "goals", "pool_goals"]
 
 _SUBTLE_AIM = ("smooth_aimbot", "smooth_aimbot_no_bait")
 _TRIGGER_WALL = ("triggerbot", "triggerbot_no_bait", "wallhack", "wallhack_no_bait")
@@ -72,6 +75,11 @@ def _honest_above_log(store: LabStore, run: str) -> tuple[int, int, dict[str, in
         levels[level] = levels.get(level, 0) + 1
     above = sum(1 for _, _, top in rows if (top or 0) > 0)
     return above, len(rows), levels
+
+
+def _kill_block(kill_rates: Mapping[str, Any]) -> dict[str, Any]:
+    keep = ("tp", "fn", "fp", "tn", "tpr", "fpr", "auc", "n", "fpr_by_group", "tpr_by_group", "tpr_at_fpr")
+    return json.loads(json.dumps({k: kill_rates[k] for k in keep if k in kill_rates}, default=float))
 
 
 def goals(store: LabStore, run: str = "base", kill_rates: Mapping[str, Any] | None = None,
@@ -121,9 +129,48 @@ def goals(store: LabStore, run: str = "base", kill_rates: Mapping[str, Any] | No
                                     "auc": model.auc, "measured": model.meta.get("measured", "held-out"),
                                     "tp": model.tp, "fn": model.fn, "fp": model.fp, "tn": model.tn}
     if kill_rates is not None:
-        keep = ("tp", "fn", "fp", "tn", "tpr", "fpr", "auc", "n", "fpr_by_group", "tpr_by_group", "tpr_at_fpr")
-        out["5_aimdetect_this_corpus"] = json.loads(json.dumps({k: kill_rates[k] for k in keep if k in kill_rates},
-                                                               default=float))
+        out["5_aimdetect_this_corpus"] = _kill_block(kill_rates)
+    return out
+
+
+def _pool(values: Sequence[Any]) -> Any:
+    """One figure from the same figure of several corpora: proportions and rates from their summed
+    counts and exposures, numbers summed, mappings key by key, the weaker-strength curve per bin."""
+    first = values[0]
+    if isinstance(first, Mapping):
+        if "k" in first and "n" in first:
+            return proportion(sum(v["k"] for v in values), sum(v["n"] for v in values)).to_json()
+        if "count" in first and "exposure_h" in first:
+            return rate(sum(v["count"] for v in values), sum(v["exposure_h"] for v in values)).to_json()
+        keys = dict.fromkeys(k for v in values for k in v)
+        return {k: _pool([v[k] for v in values if k in v]) for k in keys}
+    if isinstance(first, list):
+        bins: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+        for v in values:
+            for item in v:
+                bins.setdefault((item["profile"], item["bin"]), []).append(item)
+        return [{"profile": p, "bin": b, **{d: _pool([i[d] for i in items]) for d in ("60", "120", "300")}}
+                for (p, b), items in sorted(bins.items(), key=lambda kv: (_strength(kv[0][1]) or 0, kv[0]))]
+    if isinstance(first, bool) or not isinstance(first, (int, float)):
+        return first if all(v == first for v in values) else list(values)
+    return sum(values)
+
+
+def pool_goals(figures: Sequence[Mapping[str, Any]],
+               kill_rates: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The figures of :func:`goals` over several corpora as one sample. Every interval is computed
+    again from the summed counts and exposures; ``run`` becomes the list of runs when they differ.
+    The shipped model's held-out rates are the first corpus's (one model); per-corpus kill rates are
+    not poolable, so ``kill_rates`` (the model's rates on the corpora's kills taken together) takes
+    their place."""
+    if not figures:
+        raise ValueError("nothing to pool")
+    keys = [k for k in figures[0] if k not in ("5_aimdetect_model", "5_aimdetect_this_corpus")]
+    out = {k: _pool([f[k] for f in figures if k in f]) for k in keys}
+    if "5_aimdetect_model" in figures[0]:
+        out["5_aimdetect_model"] = figures[0]["5_aimdetect_model"]
+    if kill_rates is not None:
+        out["5_aimdetect_this_corpus"] = _kill_block(kill_rates)
     return out
 
 
@@ -150,8 +197,9 @@ def goal_rows(g: Mapping[str, Any]) -> list[tuple[str, str]]:
         rows.append((f"2 smooth aim >= 0.5 within {d} s", _pct(g["2_smooth_aim_strength_ge_0.5"][d])))
     for w in g["2_smooth_aim_weaker"]:
         rows.append((f"2 {w['profile']} {w['bin']} within 120 s", _pct(w["120"])))
-    for name, p in g["3_trigger_wallhack_120"].items():
-        rows.append((f"3 {name} within 120 s", _pct(p)))
+    trigger_wall = g["3_trigger_wallhack_120"]
+    for name in sorted(trigger_wall, key=lambda k: k == "pooled"):
+        rows.append((f"3 {name} within 120 s", _pct(trigger_wall[name])))
     worst = min((p for k, p in g["4_blatant_30"].items() if k != "pooled" and p.get("n")),
                 key=lambda p: p["estimate"], default=None)
     rows.append(("4 blatant within 30 s (pooled)", _pct(g["4_blatant_30"]["pooled"])))
