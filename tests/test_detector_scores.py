@@ -472,8 +472,8 @@ def test_unknown_players_have_no_scores(make: Callable[[TrainedModel], Detector]
 NO_EVIDENCE = [
     ("bustaim", BUST, lambda det: bustaim_t.run(det, [bustaim_t.shot(1, victim=None)]), bustaim_t.SHOOTER),
     ("cbug", CBUG, lambda det: cbug_t.Feed(det).fire(0.0), cbug_t.P),
-    # A head hit: every torso hit is one verdict of the Chest CUSUM, so it moves the chest score.
-    ("iw4m", IW4M, lambda det: iw4m_t.Sim(det).plain_hit(iw4m_t.HEAD), iw4m_t.P),
+    # A lower-torso hit: a negative verdict of both CUSUMs (headshot and Chest), which stay at 0.
+    ("iw4m", IW4M, lambda det: iw4m_t.Sim(det).plain_hit(iw4m_t.LOWER), iw4m_t.P),
     ("aimstats", STATS, aimstats_feed(lambda: aimstats_t.aimbot_stream(600)[:99]), 1),
     ("fire", FIRE, fire_shots(lambda: [fire_t.shot(1.0, hit=(15.0, 5.0, 1.5), view_time_s=0.86)]), 1),
     ("movement", MOVE, lambda det: det.on_spawn(SpawnEvent(player=1, tick=64, time_s=1.0), fire_t.book()), 1),

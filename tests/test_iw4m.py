@@ -24,6 +24,7 @@ from anticheat.detectors.iw4m.angles import StrainMeter, abs_angle_diff, snap_di
 from anticheat.detectors.iw4m.finding import Finding, Level, Scope
 from anticheat.detectors.cusum import threshold_for_arl
 from anticheat.detectors.iw4m.chest import chest_limits
+from anticheat.detectors.iw4m.headshot import headshot_limits
 from anticheat.detectors.iw4m.profile import HitStats
 from anticheat.detectors.iw4m.ratios import bone_finding, chest_thresholds, headshot_thresholds, max_bone_thresholds
 from anticheat.detectors.iw4m.thresholds import IW4MConfig, max_offset_deg
@@ -162,6 +163,10 @@ def test_bone_limits_stop_tightening_at_the_cap() -> None:
         IW4MConfig(bone_cap_hits=-1)
 
 
+RATIO_BONE = IW4MConfig(bone_statistic="ratio")
+RATIO_BONE_UNCAPPED = IW4MConfig(bone_statistic="ratio", bone_cap_hits=0)
+
+
 def _first_bone_finding(heads_per_20: int, hits: int, cfg: IW4MConfig) -> int | None:
     """The hit at which a lifetime profile whose headshots come evenly, ``heads_per_20`` in every
     20 hits (the rest upper arm, so no single other bone leads), is first found by Bone."""
@@ -178,11 +183,11 @@ def _first_bone_finding(heads_per_20: int, hits: int, cfg: IW4MConfig) -> int | 
 def test_bone_cap_leaves_a_steady_high_honest_ratio_alone_but_not_a_cheat() -> None:
     # A headshot ratio of 0.35, 3 population sd above IW4MAdmin's mean: its limits, falling
     # towards 0.30, catch it once the margin of error is below 0.05 (~1,100 hits, 2-3 h of play).
-    assert 1000 < _first_bone_finding(7, 4000, IW4MConfig(bone_cap_hits=0)) < 1300
-    assert _first_bone_finding(7, 4000, IW4MConfig()) is None
+    assert 1000 < _first_bone_finding(7, 4000, RATIO_BONE_UNCAPPED) < 1300
+    assert _first_bone_finding(7, 4000, RATIO_BONE) is None
     # A head-aiming cheat at 0.6 is found at the same hit either way.
-    cheat = _first_bone_finding(12, 400, IW4MConfig())
-    assert cheat is not None and cheat == _first_bone_finding(12, 400, IW4MConfig(bone_cap_hits=0))
+    cheat = _first_bone_finding(12, 400, RATIO_BONE)
+    assert cheat is not None and cheat == _first_bone_finding(12, 400, RATIO_BONE_UNCAPPED)
     assert cheat < 100
 
 
@@ -245,7 +250,7 @@ def test_strain_formula() -> None:
 
 
 def test_no_bone_detection_below_15_kills() -> None:
-    sim = Sim()
+    sim = Sim(IW4MDetector(RATIO_BONE))
     for i in range(40):
         sim.plain_hit(HEAD)
         if i < 14:
@@ -384,6 +389,100 @@ def test_chest_cusum_is_carried_by_the_lifetime_profile() -> None:
     older = {k: v for k, v in profile.items() if k != "chest_cusum"}  # a profile from before the field
     fresh.import_profile(P, older)
     assert fresh.lifetime_stats(P)["chest_cusum"] == 0.0
+
+
+# ---------------------------------------------------------------------- Bone's headshot CUSUM
+
+
+def test_headshot_cusum_steps_are_the_log_likelihood_ratios_of_the_two_shares() -> None:
+    limits = headshot_limits(IW4MConfig())
+    # theta0 0.40 (honest ceiling), theta1 0.65 (head aim), by hand:
+    assert limits.up == pytest.approx(math.log(0.65 / 0.40))  # 0.4855
+    assert limits.down == pytest.approx(math.log(0.35 / 0.60))  # -0.5390
+    assert limits.flag == pytest.approx(threshold_for_arl(0.40, 0.65, 6e6))
+    assert 13.0 < limits.flag < limits.ban < 16.5  # ~13.2 and ~16.05 log-LR units
+
+
+def test_headshot_cusum_flags_a_head_lock_after_h_over_the_step_hits_without_kills() -> None:
+    sim = Sim()
+    limits = headshot_limits(sim.det.config)
+    to_flag = math.ceil(limits.flag / limits.up)  # 28 head hits in a row
+    to_ban = math.ceil(limits.ban / limits.up)  # 34
+    for i in range(to_flag - 1):
+        sim.plain_hit(NECK if i % 2 else HEAD, gap_cmds=3)  # the neck counts as IW4MAdmin's does
+    assert sim.found("Bone") == []
+    assert sim.det.scores(P)["bone"] == pytest.approx((to_flag - 1) * limits.up / limits.flag)
+    sim.plain_hit(HEAD, gap_cmds=3)
+    assert [d.reason for d in sim.found("Bone", "flag", "lifetime")] == [f"Bone-head-{to_flag * limits.up:.2f}@{to_flag}"]
+    for _ in range(to_ban - to_flag):
+        sim.plain_hit(HEAD, gap_cmds=3)
+    assert [d.evidence["hits"] for d in sim.found("Bone", "ban", "lifetime")] == [to_ban]
+
+
+def test_headshot_cusum_drains_on_other_hits_and_is_carried_by_the_profile() -> None:
+    sim = Sim()
+    limits = headshot_limits(sim.det.config)
+    for bone in (HEAD, HEAD, UPPER):
+        sim.plain_hit(bone, gap_cmds=3)
+    assert sim.det.lifetime_stats(P)["headshot_cusum"] == pytest.approx(2 * limits.up + limits.down)
+    for _ in range(3):
+        sim.plain_hit(LOWER, gap_cmds=3)
+    assert sim.det.lifetime_stats(P)["headshot_cusum"] == 0.0
+    for _ in range(10):
+        sim.plain_hit(HEAD, gap_cmds=3)
+    profile = sim.det.export_profile(P)
+    assert profile["headshot_cusum"] == pytest.approx(10 * limits.up)
+    fresh = IW4MDetector()
+    fresh.import_profile(P, profile)
+    assert fresh.lifetime_stats(P)["headshot_cusum"] == profile["headshot_cusum"]
+    older = {k: v for k, v in profile.items() if k != "headshot_cusum"}  # a profile from before the field
+    fresh.import_profile(P, older)
+    assert fresh.lifetime_stats(P)["headshot_cusum"] == 0.0
+
+
+def _spread_heads(sim: Sim, heads: int, hits: int) -> None:
+    """``hits`` hits with ``heads`` head hits spread evenly among them (the rest upper arms)."""
+    for i in range(hits):
+        head = i * heads // hits != (i + 1) * heads // hits
+        sim.plain_hit(HEAD if head else int(Bone.UPPER_RIGHT_ARM) + i % 2, gap_cmds=3)
+
+
+def test_a_hot_start_of_an_honest_session_flags_the_ratio_test_not_the_cusum() -> None:
+    # A held-out honest player (sessions6, match 15) had 31 headshots in its first 59 hits:
+    # IW4MAdmin's limit there is 0.521, its ratio 0.525.
+    ratio = Sim(IW4MDetector(RATIO_BONE))
+    cusum = Sim()
+    for sim in (ratio, cusum):
+        for _ in range(15):
+            sim.kill()
+        _spread_heads(sim, 31, 59)
+    assert [d.evidence["hits"] for d in ratio.found("Bone", "flag", "session")] == [59]
+    assert cusum.found("Bone") == []
+    assert cusum.det.lifetime_stats(P)["headshot_cusum"] < 0.25 * headshot_limits(cusum.det.config).flag
+    assert cusum.det.scores(P)["bone"] < 0.7  # the largest-bone ratio test (head 0.525 against 0.79)
+    # A smooth aimbot's share (0.8) is found by the CUSUM within 50 hits.
+    aimbot = Sim()
+    _spread_heads(aimbot, 40, 50)
+    assert aimbot.found("Bone", "flag", "lifetime") != []
+
+
+def test_headshot_cusum_in_control_run_length_matches_its_average_run_length() -> None:
+    from anticheat.detectors.cusum import average_run_length
+    from anticheat.detectors.iw4m.headshot import headshot_observe
+
+    cfg = IW4MConfig(headshot_flag_arl_hits=300.0, headshot_ban_arl_hits=300.0)
+    limits = headshot_limits(cfg)
+    rng = np.random.default_rng(12)
+    runs = []
+    for _ in range(3000):
+        stats, n = HitStats(), 0
+        while stats.headshot_cusum < limits.flag:
+            n += 1
+            headshot_observe(stats, HEAD if rng.random() < cfg.headshot_theta0 else UPPER, limits)
+        runs.append(n)
+    expected = average_run_length(cfg.headshot_theta0, cfg.headshot_theta0, cfg.headshot_theta1, limits.flag)
+    assert 300.0 <= expected < 330.0
+    assert np.mean(runs) == pytest.approx(expected, rel=4 * np.std(runs) / np.sqrt(len(runs)) / expected)
 
 
 # ---------------------------------------------------------------------- Offset
@@ -678,7 +777,7 @@ def test_lifetime_bone_uses_the_imported_profile() -> None:
 
 
 def test_repeated_findings_are_throttled() -> None:
-    sim = Sim()
+    sim = Sim(IW4MDetector(RATIO_BONE))
     for _ in range(15):
         sim.kill()
     for _ in range(50):

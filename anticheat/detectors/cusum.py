@@ -23,6 +23,7 @@ solved by hand).
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ import numpy as np
 from scipy.sparse import csr_matrix, identity
 from scipy.sparse.linalg import spsolve
 
-__all__ = ["BernoulliCusum", "average_run_length", "llr_steps", "threshold_for_arl"]
+__all__ = ["BernoulliCusum", "CusumLimits", "average_run_length", "cusum_limits", "llr_steps", "threshold_for_arl"]
 
 _CELLS = 2000
 
@@ -111,6 +112,25 @@ def threshold_for_arl(theta0: float, theta1: float, arl: float, *, cells: int = 
     while average_run_length(theta0, theta0, theta1, hi, cells=fine) < arl:
         hi *= 1.005
     return hi
+
+
+@dataclass(frozen=True, slots=True)
+class CusumLimits:
+    """A Bernoulli CUSUM's steps and thresholds (log-likelihood-ratio units): ``up`` per positive
+    verdict, ``down`` (negative) per negative one, ``flag`` and ``ban`` the alarm thresholds."""
+
+    up: float
+    down: float
+    flag: float
+    ban: float
+
+
+@functools.lru_cache(maxsize=32)
+def cusum_limits(theta0: float, theta1: float, flag_arl: float, ban_arl: float) -> CusumLimits:
+    """The steps of theta0 against theta1 and the thresholds whose in-control ARLs are ``flag_arl``
+    and ``ban_arl`` observations (computed once per distinct setting: ~0.1 s each)."""
+    up, down = llr_steps(theta0, theta1)
+    return CusumLimits(up, down, threshold_for_arl(theta0, theta1, flag_arl), threshold_for_arl(theta0, theta1, ban_arl))
 
 
 @dataclass(slots=True)

@@ -19,42 +19,22 @@ count (``ShotResult.exposed``); a hit without that record (older replays) counts
 
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass
-
-from anticheat.detectors.cusum import llr_steps, threshold_for_arl
+from anticheat.detectors.cusum import CusumLimits, cusum_limits
 from anticheat.detectors.iw4m.finding import Finding, Level, Scope
 from anticheat.detectors.iw4m.profile import HitStats
 from anticheat.detectors.iw4m.thresholds import IW4MConfig
 from world.hitbox import Bone
 
-__all__ = ["ChestLimits", "chest_limits", "chest_observe", "chest_cusum_finding", "chest_cusum_score", "torso_in_view"]
+__all__ = ["chest_limits", "chest_observe", "chest_cusum_finding", "chest_cusum_score", "torso_in_view"]
 
 _UPPER = int(Bone.UPPER_TORSO)
 _LOWER = int(Bone.LOWER_TORSO)
 _TORSO_BITS = (1 << _UPPER) | (1 << _LOWER)
 
 
-@dataclass(frozen=True, slots=True)
-class ChestLimits:
-    """The CUSUM's steps and thresholds (log-likelihood-ratio units): ``up`` per upper-torso
-    hit, ``down`` (negative) per lower-torso hit, ``flag`` and ``ban`` the alarm thresholds."""
-
-    up: float
-    down: float
-    flag: float
-    ban: float
-
-
-@functools.lru_cache(maxsize=16)
-def _limits(theta0: float, theta1: float, flag_arl: float, ban_arl: float) -> ChestLimits:
-    up, down = llr_steps(theta0, theta1)
-    return ChestLimits(up, down, threshold_for_arl(theta0, theta1, flag_arl), threshold_for_arl(theta0, theta1, ban_arl))
-
-
-def chest_limits(cfg: IW4MConfig) -> ChestLimits:
-    """The limits of ``cfg``'s Chest CUSUM (computed once per distinct setting: ~0.1 s)."""
-    return _limits(cfg.chest_theta0, cfg.chest_theta1, cfg.chest_flag_arl_hits, cfg.chest_ban_arl_hits)
+def chest_limits(cfg: IW4MConfig) -> CusumLimits:
+    """The limits of ``cfg``'s Chest CUSUM (``up`` per upper-torso hit, ``down`` per lower one)."""
+    return cusum_limits(cfg.chest_theta0, cfg.chest_theta1, cfg.chest_flag_arl_hits, cfg.chest_ban_arl_hits)
 
 
 def torso_in_view(exposed: int | None) -> bool:
@@ -63,7 +43,7 @@ def torso_in_view(exposed: int | None) -> bool:
     return exposed is None or exposed & _TORSO_BITS == _TORSO_BITS
 
 
-def chest_observe(stats: HitStats, bone: int, limits: ChestLimits) -> None:
+def chest_observe(stats: HitStats, bone: int, limits: CusumLimits) -> None:
     """Fold one hit on ``bone`` into the statistic (hits off the torso change nothing)."""
     if bone == _UPPER:
         stats.chest_cusum += limits.up
@@ -71,7 +51,7 @@ def chest_observe(stats: HitStats, bone: int, limits: ChestLimits) -> None:
         stats.chest_cusum = max(0.0, stats.chest_cusum + limits.down)
 
 
-def chest_cusum_finding(stats: HitStats, limits: ChestLimits) -> Finding | None:
+def chest_cusum_finding(stats: HitStats, limits: CusumLimits) -> Finding | None:
     """A lifetime Chest finding when the statistic is at a threshold (ban above flag); its value is
     the statistic, its hits the upper-torso hits."""
     s = stats.chest_cusum
@@ -82,6 +62,6 @@ def chest_cusum_finding(stats: HitStats, limits: ChestLimits) -> Finding | None:
     return None
 
 
-def chest_cusum_score(stats: HitStats, limits: ChestLimits) -> float:
+def chest_cusum_score(stats: HitStats, limits: CusumLimits) -> float:
     """The statistic over the flag threshold (>= 1.0 exactly when :func:`chest_cusum_finding` finds)."""
     return stats.chest_cusum / limits.flag

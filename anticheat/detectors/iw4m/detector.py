@@ -36,7 +36,9 @@ claim carries none, the latest sample at or before the shot's time); "before" ar
 
 Chest by default is Page's CUSUM over the torso hits on targets that showed their whole torso
 (:mod:`anticheat.detectors.iw4m.chest`), carried in the lifetime profile; ``chest_statistic =
-"ratio"`` restores IW4MAdmin's ratio test in both scopes.
+"ratio"`` restores IW4MAdmin's ratio test in both scopes. Bone's headshot half likewise is a
+CUSUM over all hits (:mod:`anticheat.detectors.iw4m.headshot`), its largest-single-bone half
+IW4MAdmin's ratio test; ``bone_statistic = "ratio"`` restores the headshot ratio test.
 
 Lifetime analyses: Bone (``lifetime_bone_min_kills``), Chest (``lifetime_chest_min_hits``), Offset
 (ban when the lifetime mean exceeds the limit and the hit's location has more than
@@ -71,6 +73,12 @@ from anticheat.detectors.iw4m.chest import (
 from anticheat.detectors.iw4m.finding import Finding, Level, Scope, location_name
 from anticheat.detectors.iw4m.input import button_finding, button_score, recoil_finding, recoil_score
 from anticheat.detectors.iw4m.profile import VALID_BONES, HitStats
+from anticheat.detectors.iw4m.headshot import (
+    headshot_cusum_finding,
+    headshot_cusum_score,
+    headshot_limits,
+    headshot_observe,
+)
 from anticheat.detectors.iw4m.ratios import bone_finding, bone_score, chest_finding, chest_score
 from anticheat.detectors.iw4m.thresholds import IW4MConfig
 from anticheat.skip import SkipBook
@@ -132,7 +140,8 @@ class _PlayerState:
 
 _SCORES: dict[str, Callable[[_PlayerState, IW4MConfig], float]] = {
     "bone": lambda st, cfg: max(
-        bone_score(st.session, cfg, Scope.SESSION), bone_score(st.lifetime, cfg, Scope.LIFETIME)
+        bone_score(st.session, cfg, Scope.SESSION), bone_score(st.lifetime, cfg, Scope.LIFETIME),
+        headshot_cusum_score(st.lifetime, headshot_limits(cfg)) if cfg.bone_statistic == "cusum" else 0.0,
     ),
     "chest": lambda st, cfg: chest_cusum_score(st.lifetime, chest_limits(cfg)) if cfg.chest_statistic == "cusum"
     else max(chest_score(st.session, cfg, Scope.SESSION), chest_score(st.lifetime, cfg, Scope.LIFETIME)),
@@ -179,6 +188,7 @@ class IW4MDetector(Detector):
     def __init__(self, config: IW4MConfig | None = None) -> None:
         self.config = config or IW4MConfig()
         self._chest = chest_limits(self.config)
+        self._headshot = headshot_limits(self.config)
         self._players: dict[int, _PlayerState] = {}
         self._stats: Counter[str] = Counter()
 
@@ -305,6 +315,9 @@ class IW4MDetector(Detector):
                 candidates.append(chest_finding(stats, cfg, scope))
         if cusum:
             candidates.append(chest_cusum_finding(st.lifetime, self._chest))
+        if cfg.bone_statistic == "cusum":
+            headshot_observe(st.lifetime, shot.bone, self._headshot)
+            candidates.append(headshot_cusum_finding(st.lifetime, self._headshot))
         findings = [f for f in candidates if f is not None]
         strain = st.strain.update(shot.time_s, (shot.claim.pitch_deg, shot.claim.yaw_deg), shot.distance_m)
         for stats in (st.session, st.lifetime):

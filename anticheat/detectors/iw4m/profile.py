@@ -8,8 +8,9 @@ The exported dict holds only ints, floats and strings (JSON and SQLite friendly)
 ``{"version": 1, "hits": int, "kills": int, "bones": {"<bone id>": count},
 "offsets": {"<bone id>": [count, mean_deg]}, "snap_hits": int, "snap_mean": float,
 "max_strain": float, "recoil_hits": int, "recoil_mean": float, "button_no_fire": int,
-"chest_cusum": float}``. ``chest_cusum`` (log-likelihood-ratio units) was added after version 1 was
-fixed: a profile without it reads as 0.0, so older profiles still load.
+"chest_cusum": float, "headshot_cusum": float}``. ``chest_cusum`` and ``headshot_cusum``
+(log-likelihood-ratio units) were added after version 1 was fixed: a profile without them reads
+as 0.0, so older profiles still load.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class HitStats:
         "recoil_mean",
         "button_no_fire",
         "chest_cusum",
+        "headshot_cusum",
     )
 
     def __init__(self) -> None:
@@ -58,6 +60,7 @@ class HitStats:
         self.button_no_fire = 0
         # Page's CUSUM of the Chest test over torso hits (see ``iw4m.chest``): a statistic, not a count.
         self.chest_cusum = 0.0
+        self.headshot_cusum = 0.0
 
     # ------------------------------------------------------------------ updates
 
@@ -117,6 +120,7 @@ class HitStats:
             "recoil_mean": self.recoil_mean,
             "button_no_fire": self.button_no_fire,
             "chest_cusum": self.chest_cusum,
+            "headshot_cusum": self.headshot_cusum,
         }
 
     @classmethod
@@ -136,6 +140,7 @@ class HitStats:
         out.recoil_mean = _real(data, "recoil_mean")
         out.button_no_fire = _count(data, "button_no_fire")
         out.chest_cusum = _real(data, "chest_cusum")
+        out.headshot_cusum = _real(data, "headshot_cusum")
         bones = data.get("bones", {})
         if not isinstance(bones, Mapping):
             raise ValueError("bones must be a mapping")

@@ -65,16 +65,19 @@ def chest_thresholds(upper_hits: int, cfg: IW4MConfig, with_margin: bool = True)
 
 
 def bone_finding(stats: HitStats, cfg: IW4MConfig, scope: Scope) -> Finding | None:
-    """The Bone finding of ``stats`` if its kills suffice and a ratio is over its flag limit."""
+    """The Bone finding of ``stats`` if its kills suffice and a ratio is over its flag limit (the
+    headshot ratio only with ``bone_statistic = "ratio"``: otherwise that half is a CUSUM, see
+    :mod:`anticheat.detectors.iw4m.headshot`)."""
     min_kills = cfg.bone_min_kills if scope is Scope.SESSION else cfg.lifetime_bone_min_kills
     hits = stats.hits
     if stats.kills < min_kills or hits <= 0:
         return None
-    headshot = (stats.count(_HEAD) + stats.count(_NECK)) / hits
-    flag, ban = headshot_thresholds(hits, cfg)
-    if headshot > flag:
-        level, limit = (Level.BAN, ban) if headshot > ban else (Level.FLAG, flag)
-        return Finding("Bone", level, scope, headshot, limit, hits, _HEAD)
+    if cfg.bone_statistic == "ratio":
+        headshot = (stats.count(_HEAD) + stats.count(_NECK)) / hits
+        flag, ban = headshot_thresholds(hits, cfg)
+        if headshot > flag:
+            level, limit = (Level.BAN, ban) if headshot > ban else (Level.FLAG, flag)
+            return Finding("Bone", level, scope, headshot, limit, hits, _HEAD)
     # Ties go to the lowest bone id, so the choice does not depend on dict order.
     bone, count = min(stats.bones.items(), key=lambda kv: (-kv[1], kv[0]))
     share = count / hits
@@ -86,18 +89,18 @@ def bone_finding(stats: HitStats, cfg: IW4MConfig, scope: Scope) -> Finding | No
 
 
 def bone_score(stats: HitStats, cfg: IW4MConfig, scope: Scope) -> float:
-    """The larger of the headshot ratio and the largest single-bone share, each against its flag
-    limit (>= 1.0 exactly when :func:`bone_finding` finds); 0.0 while the kills do not suffice."""
+    """The largest single-bone share (and with ``bone_statistic = "ratio"`` the headshot ratio),
+    against its flag limit (>= 1.0 exactly when :func:`bone_finding` finds); 0.0 while the kills do
+    not suffice."""
     min_kills = cfg.bone_min_kills if scope is Scope.SESSION else cfg.lifetime_bone_min_kills
     hits = stats.hits
     if stats.kills < min_kills or hits <= 0:
         return 0.0
+    share = over_limit(max(stats.bones.values()) / hits, max_bone_thresholds(hits, cfg)[0])
+    if cfg.bone_statistic != "ratio":
+        return share
     headshot = (stats.count(_HEAD) + stats.count(_NECK)) / hits
-    share = max(stats.bones.values()) / hits
-    return max(
-        over_limit(headshot, headshot_thresholds(hits, cfg)[0]),
-        over_limit(share, max_bone_thresholds(hits, cfg)[0]),
-    )
+    return max(over_limit(headshot, headshot_thresholds(hits, cfg)[0]), share)
 
 
 def chest_finding(stats: HitStats, cfg: IW4MConfig, scope: Scope) -> Finding | None:

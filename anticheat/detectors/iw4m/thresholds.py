@@ -54,6 +54,21 @@ class IW4MConfig:
             0.679; that player's chance stays 0.08 however long it plays, and cheats whose share is
             above the frozen limit are still flagged, at the same hit as before up to 250 hits.
 
+        bone_statistic: "cusum" (the default) or "ratio" (IW4MAdmin's headshot ratio test). With
+            "cusum" the headshot half of Bone is Page's test over the lifetime's hits
+            (:mod:`anticheat.detectors.iw4m.headshot`), one Bernoulli verdict each (head or neck:
+            positive), and only the largest-single-bone half stays a ratio test. IW4MAdmin's
+            limits at a few dozen hits sit ~2.5 binomial sd above a high but human habit, looked at
+            every hit: a player at 0.35 crosses them in about one session in twelve.
+        headshot_theta0: the highest honest headshot share (0.40: IW4MAdmin's mean plus 4.6 of its
+            high-sample sd; our honest players' session shares reach 0.345); in control at or below it.
+        headshot_theta1: the share of a head-aiming cheat (0.65; our smooth aimbots hit 0.54 to
+            0.86).
+        headshot_flag_arl_hits, headshot_ban_arl_hits: in-control average run length, in hits, to a
+            flag (6e6: at 600 hits per player-hour, a pro's rate, one per 10,000 player-hours for a
+            player exactly at theta0; ~2e9 hits for one at 0.345) and to a ban (1e8). A share of 0.86
+            flags after ~39 hits on average, 0.65 after ~102, 0.54 after ~500.
+
         chest_min_hits: Chest needs this many upper-torso hits (30); chest_ban_min_hits: ban needs 60.
         chest_mean, chest_sd_low, chest_sd_high: upper / lower torso hit ratio (0.4435; 0.2859234644 to
             0.2195212861). The ratio is upper-torso hits divided by lower-torso hits, IW4MAdmin's own
@@ -139,6 +154,11 @@ class IW4MConfig:
     max_bone_ban_sd: float = 3.25
     lifetime_bone_min_kills: int = 100
     bone_cap_hits: int = 250
+    bone_statistic: str = "cusum"
+    headshot_theta0: float = 0.40
+    headshot_theta1: float = 0.65
+    headshot_flag_arl_hits: float = 6e6
+    headshot_ban_arl_hits: float = 1e8
 
     chest_min_hits: int = 30
     chest_ban_min_hits: int = 60
@@ -197,6 +217,12 @@ class IW4MConfig:
             raise ValueError(f"bone_cap_hits must be >= 0, got {self.bone_cap_hits}")
         if self.chest_lerp_high_hits <= self.chest_lerp_low_hits:
             raise ValueError("chest_lerp_high_hits must exceed chest_lerp_low_hits")
+        if self.bone_statistic not in ("cusum", "ratio"):
+            raise ValueError(f"bone_statistic must be 'cusum' or 'ratio', got {self.bone_statistic!r}")
+        if not 0.0 < self.headshot_theta0 < self.headshot_theta1 < 1.0:
+            raise ValueError("headshot_theta0 and headshot_theta1 need 0 < theta0 < theta1 < 1")
+        if not 1.0 < self.headshot_flag_arl_hits <= self.headshot_ban_arl_hits:
+            raise ValueError("headshot_flag_arl_hits must exceed 1 and not exceed headshot_ban_arl_hits")
         if self.chest_statistic not in ("cusum", "ratio"):
             raise ValueError(f"chest_statistic must be 'cusum' or 'ratio', got {self.chest_statistic!r}")
         if not 0.0 < self.chest_theta0 < self.chest_theta1 < 1.0:
