@@ -396,7 +396,7 @@ SCENARIOS = [
     Scenario("trigger", TRIGGER, trigger_pattern("T" * TRIGGER_NEED), 1, lambda k: "llr", kinds("on_target")),
     Scenario("trigger_after_honest", TRIGGER, trigger_pattern("...." + "T" * 60), 1, lambda k: "llr",
              kinds("on_target")),
-    Scenario("trigger_honest", TRIGGER, trigger_pattern("oT.." * 100 + ("T" * 10 + "." * 12) * 20), 1,
+    Scenario("trigger_honest", TRIGGER, trigger_pattern("oT.." * 100 + ("T" * 8 + "." * 12) * 20), 1,
              lambda k: "llr", HONEST),
     Scenario("aimdetect_aimbot", AIMDETECT, aimdetect_aimbot, 1, aimdetect_key, kinds("aimbot")),
     Scenario("aimdetect_bait", AIMDETECT, aimdetect_bait, 1, aimdetect_key, kinds("bait_hit")),

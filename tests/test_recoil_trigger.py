@@ -127,8 +127,11 @@ def test_honest_shooting_is_never_flagged() -> None:
     # Half the shots on target, first contact among them (the best honest bots measured).
     assert run(TriggerDetector(), book(), "oT.." * 100) == []
     assert run(TriggerDetector(), book(), ("TT..o." * 60)) == []
-    # A long-range streak of ten first-contact taps (as honest pros do), then a run of misses.
-    assert run(TriggerDetector(), book(), ("T" * 10 + "." * 12) * 20) == []
+    # A long-range streak of eight first-contact taps, each prompt and following a hit, then a
+    # run of misses, twenty times over. Such taps are 0.9 % of an honest pro's long-range shots
+    # (lab/train5); ten in a row every 22 shots would drift up under the measured table, as a
+    # triggerbot's shooting does.
+    assert run(TriggerDetector(), book(), ("T" * 8 + "." * 12) * 20) == []
 
 
 def test_off_target_shots_bank_no_credit() -> None:
