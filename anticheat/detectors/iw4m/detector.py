@@ -71,14 +71,14 @@ from anticheat.detectors.iw4m.chest import (
     torso_in_view,
 )
 from anticheat.detectors.iw4m.finding import Finding, Level, Scope, location_name
-from anticheat.detectors.iw4m.input import button_finding, button_score, recoil_finding, recoil_score
-from anticheat.detectors.iw4m.profile import VALID_BONES, HitStats
 from anticheat.detectors.iw4m.headshot import (
     headshot_cusum_finding,
     headshot_cusum_score,
     headshot_limits,
     headshot_observe,
 )
+from anticheat.detectors.iw4m.input import button_finding, button_score, recoil_finding, recoil_score
+from anticheat.detectors.iw4m.profile import VALID_BONES, HitStats
 from anticheat.detectors.iw4m.ratios import bone_finding, bone_score, chest_finding, chest_score
 from anticheat.detectors.iw4m.thresholds import IW4MConfig
 from anticheat.skip import SkipBook

@@ -2,7 +2,9 @@
 
 Pure functions of a :class:`HitStats` and the config. Bone looks at the headshot ratio first
 ((head + neck) / hits) and only when that is within limits at the largest single-bone share, so one
-hit never yields two Bone findings. Chest compares upper- to lower-torso hits (see
+hit never yields two Bone findings of one scope; with ``bone_statistic = "cusum"`` (the default)
+the headshot half is :mod:`anticheat.detectors.iw4m.headshot`'s CUSUM instead, and only the
+largest-bone share is tested here. Chest compares upper- to lower-torso hits (see
 ``IW4MConfig`` for why that ratio).
 """
 
