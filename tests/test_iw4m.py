@@ -466,25 +466,6 @@ def test_a_hot_start_of_an_honest_session_flags_the_ratio_test_not_the_cusum() -
     assert aimbot.found("Bone", "flag", "lifetime") != []
 
 
-def test_headshot_cusum_in_control_run_length_matches_its_average_run_length() -> None:
-    from anticheat.detectors.cusum import average_run_length
-    from anticheat.detectors.iw4m.headshot import headshot_observe
-
-    cfg = IW4MConfig(headshot_flag_arl_hits=300.0, headshot_ban_arl_hits=300.0)
-    limits = headshot_limits(cfg)
-    rng = np.random.default_rng(12)
-    runs = []
-    for _ in range(3000):
-        stats, n = HitStats(), 0
-        while stats.headshot_cusum < limits.flag:
-            n += 1
-            headshot_observe(stats, HEAD if rng.random() < cfg.headshot_theta0 else UPPER, limits)
-        runs.append(n)
-    expected = average_run_length(cfg.headshot_theta0, cfg.headshot_theta0, cfg.headshot_theta1, limits.flag)
-    assert 300.0 <= expected < 330.0
-    assert np.mean(runs) == pytest.approx(expected, rel=4 * np.std(runs) / np.sqrt(len(runs)) / expected)
-
-
 # ---------------------------------------------------------------------- Offset
 
 
@@ -816,24 +797,28 @@ def test_first_command_of_a_new_shooter_is_remembered() -> None:
     assert len(sim.det._players[P].samples) == 1
 
 
-def test_chest_cusum_in_control_run_length_matches_its_average_run_length() -> None:
+@pytest.mark.parametrize("test", ["chest", "headshot"])
+def test_cusum_in_control_run_length_matches_its_average_run_length(test: str) -> None:
     from anticheat.detectors.cusum import average_run_length
     from anticheat.detectors.iw4m.chest import chest_observe
-    from anticheat.detectors.iw4m.profile import HitStats
+    from anticheat.detectors.iw4m.headshot import headshot_observe
 
     # A short ARL so a few thousand runs fit in a test; an honest player exactly at theta0.
-    cfg = IW4MConfig(chest_flag_arl_hits=300.0, chest_ban_arl_hits=300.0)
-    limits = chest_limits(cfg)
-    rng = np.random.default_rng(11)
+    cfg = IW4MConfig(**{f"{test}_flag_arl_hits": 300.0, f"{test}_ban_arl_hits": 300.0})
+    limits, observe, seed = {"chest": (chest_limits(cfg), chest_observe, 11),
+                             "headshot": (headshot_limits(cfg), headshot_observe, 12)}[test]
+    positive, negative = (UPPER, LOWER) if test == "chest" else (HEAD, UPPER)
+    theta0, theta1 = getattr(cfg, f"{test}_theta0"), getattr(cfg, f"{test}_theta1")
+    rng = np.random.default_rng(seed)
     runs = []
     for _ in range(3000):
         stats, n = HitStats(), 0
-        while stats.chest_cusum < limits.flag:
+        while getattr(stats, f"{test}_cusum") < limits.flag:
             n += 1
-            chest_observe(stats, UPPER if rng.random() < cfg.chest_theta0 else LOWER, limits)
+            observe(stats, positive if rng.random() < theta0 else negative, limits)
         runs.append(n)
-    expected = average_run_length(cfg.chest_theta0, cfg.chest_theta0, cfg.chest_theta1, limits.flag)
-    # The smallest threshold whose ARL reaches 300: upper-torso steps are discrete, so a little over.
+    expected = average_run_length(theta0, theta0, theta1, limits.flag)
+    # The smallest threshold whose ARL reaches 300: the steps are discrete, so a little over.
     assert 300.0 <= expected < 330.0
     # Run lengths are roughly geometric: sd ~ mean, so 3000 runs put the mean within ~2 %.
     assert np.mean(runs) == pytest.approx(expected, rel=4 * np.std(runs) / np.sqrt(len(runs)) / expected)
