@@ -55,7 +55,8 @@ class AimSample:
         phantom: the number of the player's phantom (``server.phantoms``: an entity record the
             server sends like an enemy player's, always out of the player's line of sight; each
             placement a new number), or None; phantom_angle_deg: angle between the view and its
-            chest (deg, 180 without one). Defaults as for the hidden target.
+            chest where the player's client drew it (at the command's rewind time; deg, 180
+            without one). Defaults as for the hidden target.
         view_time_s: the server time the client was rendering when it sampled the command (s,
             the command's ``view_time_s``), None in recordings made before it was kept. Its
             advance between two commands is how long the client's frame took: a hitch shows.

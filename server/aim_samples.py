@@ -90,17 +90,18 @@ def aim_kernels(
 
 def append_aim_samples(
     round_: Round, commands: TickCommands, wpn: WeaponState, tick: int, now_s: float, events: list[Any],
-    phantoms: Phantoms | None = None, world: WorldState | None = None,
+    phantoms: Phantoms | None = None, world: WorldState | None = None, view_s: np.ndarray | None = None,
 ) -> None:
     """The round's AimSamples (server time ``now_s``, s) onto ``events``, each also kept as its
     session's ``last_aim``; with ``phantoms`` and ``world`` (the round applied), each names the
-    player's phantom and the angle from its view to it."""
+    phantom the player's client was drawing and the angle from its view to it: at ``view_s``
+    (the round's rewind times, s), or where the phantoms are now if None."""
     a, b = round_.start, round_.stop
     slots = commands.slots[a:b]
-    if phantoms is not None and world is not None and phantoms.shown.any():
+    if phantoms is not None and world is not None and phantoms.active:
         eye = world.pos[slots].copy()
         eye[:, 2] += EYE_M[world.stance[slots]]
-        phantom, phantom_angle = phantoms.aim(slots, eye, commands.cos_sin[:, :, a:b])
+        phantom, phantom_angle = phantoms.aim(slots, eye, commands.cos_sin[:, :, a:b], view_s)
     else:
         phantom, phantom_angle = [None] * (b - a), [180.0] * (b - a)
     speed, angle, distance, hidden_angle, target_slot, stance, hidden_slot, on_ground = (

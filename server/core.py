@@ -99,7 +99,7 @@ class ServerCore:
             config.phantom, self.geometry, cap, config.tick_rate_hz, self.culler.period_ticks,
             np.random.default_rng(seeds[3]), config.primaries,
             max(spec.move_speed_m_s for spec in WEAPONS.values()) * max(1.0, config.movement.sprint_factor),
-            config.movement.jump_apex_m,
+            config.movement.jump_apex_m, history_s=config.rewind.max_unlag_s,
         )
         self.handshake = Handshake(
             secret, clock=lambda: self.time_s, random_bytes=self._random_bytes, config=config.handshake

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from lagcomp.rewind_policy import rewind_times
 from physics.buttons import Buttons
 from physics.movement import MoveCommands, simulate_sequence
 from physics.validation import Verdict
@@ -257,8 +258,20 @@ def apply_round(core: CoreState, round_: Round, commands: TickCommands, now_s: f
             p = fire(core, session, cmd, shot, t_cmd, now_s)
             if p is not None:
                 pending.append(p)
-    append_aim_samples(round_, commands, core.weapons, core.tick, now_s, core._tick_events, core.phantoms, w)
+    view_s = phantom_view_times(core, slots, commands.view_time[a:b], now_s) if core.phantoms.active else None
+    append_aim_samples(round_, commands, core.weapons, core.tick, now_s, core._tick_events, core.phantoms, w, view_s)
     return pending
+
+
+def phantom_view_times(core: CoreState, slots: np.ndarray, view_time_s: list[float], now_s: float) -> np.ndarray:
+    """The server time (s) each command's client was drawing, as lag compensation rewinds a shot
+    to it (the claimed ``view_time_s`` if it agrees with the measured round trip, else the
+    estimate, never more than ``max_unlag_s`` back): the phantom that client drew is the one its
+    aim is judged against."""
+    rtt_ms = core.netstats.rtt_ms
+    latency = np.array([rtt_ms(s) / 1000.0 for s in slots.tolist()])
+    times, _ = rewind_times(now_s, latency, np.asarray(view_time_s, dtype=np.float64), core.config.rewind)
+    return times
 
 
 def validate_moves(

@@ -6,7 +6,9 @@ walking or running at a player's speeds on the map's floor, in a player slot no 
 it is placed and moved so that the viewer never has a line of sight to it. A human never sees it;
 a client that draws every record it receives (a wallhack) shows it like a player, and its user
 aims at it and walks toward it. ``AimSample.phantom_angle_deg`` gives the wallhack detector the
-angle between each command's view and the phantom's chest. The phantom is not in the world: it
+angle between each command's view and the phantom's chest where that command's client drew it: at
+the command's lag-compensation rewind time, from the ticks kept over ``max_unlag_s`` (a client on a
+300 ms link draws a walking phantom 1-2 m behind where the server has it). The phantom is not in the world: it
 takes no damage, stops no ray, never kills or dies, and no kill feed names it.
 
 **Never in sight.** A viewer's phantom is checked at the culler's rate (``refresh_hz``, each
@@ -68,7 +70,7 @@ class Phantoms:
     def __init__(
         self, config: PhantomConfig, geometry: MapGeometry, capacity: int, tick_rate_hz: float, period_ticks: int,
         rng: np.random.Generator, weapons: tuple[int, ...], top_speed_m_s: float, jump_m: float,
-        *, compiled: bool = True,
+        *, compiled: bool = True, history_s: float = 1.0,
     ) -> None:
         self.config = config
         self.geometry = geometry
@@ -94,6 +96,13 @@ class Phantoms:
         self.weapon, self.health, self.serial = a.weapon, a.health, a.serial
         self.slot: int | None = None
         self._eyes = np.zeros((phantom_kernel.EYES, 3))
+        # Where each phantom was after each of the last ticks: a client aims at the phantom it
+        # draws, a round trip and its interpolation old (history_s covers the longest rewind).
+        length = max(2, math.ceil(history_s * tick_rate_hz) + 2)
+        self._hist_time = np.full(length, -np.inf)
+        self._hist_pos = np.zeros((length, capacity, 3))
+        self._hist_serial = np.zeros((length, capacity), dtype=np.int64)
+        self._hist_head = length - 1
         if config.enabled and compiled:
             # Compile (or load from numba's cache) now, not inside the first tick: with no player
             # live nothing is checked or drawn, and every phantom slot's state stays as it is.
@@ -133,6 +142,7 @@ class Phantoms:
                 world.vel, self._arrays, self._rng, self._weapons, self._params, self.config.candidates,
                 self.config.headings, self.geometry,
             )
+            self._remember(now_s)
             return
         geo = self.geometry
         slot, first, need = phantom_kernel.advance(
@@ -146,6 +156,14 @@ class Phantoms:
                 tick, now_s, first, need, world.active, world.alive, self.period_ticks, rtt_s, world.pos, world.vel,
                 *self._kernel_state(), *self._draw_args(), *geo.ray_args, *geo.sweep_args,
             )
+        self._remember(now_s)
+
+    def _remember(self, now_s: float) -> None:
+        """Keep this tick's phantoms (as the snapshots stamped ``now_s``, s, send them)."""
+        h = self._hist_head = (self._hist_head + 1) % len(self._hist_time)
+        self._hist_time[h] = now_s
+        self._hist_pos[h] = self.pos
+        np.multiply(self.serial, self.shown, out=self._hist_serial[h])
 
     def _kernel_state(self) -> tuple[np.ndarray, ...]:
         a = self._arrays
@@ -164,6 +182,11 @@ class Phantoms:
 
     # ------------------------------------------------------------------ what others read
 
+    @property
+    def active(self) -> bool:
+        """A phantom is shown now, or was within the kept ticks (a lagging client still draws it)."""
+        return bool(self.shown.any() or self._hist_serial.any())
+
     def records(self, viewers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(indices into ``viewers`` (intp) of those with a phantom, their (M, 36) uint8 entity
         records, built as a player's record is)."""
@@ -178,17 +201,52 @@ class Phantoms:
         ).view(np.uint8).reshape(m, ENTITY_BYTES)
         return idx.astype(np.intp), np.ascontiguousarray(made)
 
-    def aim(self, slots: np.ndarray, eye: np.ndarray, cos_sin: np.ndarray) -> tuple[list[int | None], list[float]]:
+    def aim(self, slots: np.ndarray, eye: np.ndarray, cos_sin: np.ndarray,
+            view_s: np.ndarray | None = None) -> tuple[list[int | None], list[float]]:
         """Per command of the players ``slots`` with eyes ``eye`` (k, 3) (m) and views' cos and
-        sin ``cos_sin`` (2, 2, k) (cos then sin, each of yaw then pitch, as TickCommands keeps them): (their phantom's serial or None, the angle
-        between the view and the phantom's chest, deg, 180 without one)."""
+        sin ``cos_sin`` (2, 2, k) (cos then sin, each of yaw then pitch, as TickCommands keeps
+        them): (the serial of the phantom the player's client was drawing, or None; the angle
+        between the view and that phantom's chest, deg, 180 without one).
+
+        ``view_s`` (k,): the server time each client was drawing when it sampled the command
+        (s; lag compensation's rewind time). The phantom is taken where it was then (linear
+        between the two ticks around it, the client's interpolation), so a client aiming at
+        what it draws is on it whatever its ping. None: where the phantoms are now."""
         k = len(slots)
-        if not k or not self.shown.any():
+        if not k or not (self.shown.any() if view_s is None else self.active):
             return [None] * k, [180.0] * k
+        if view_s is None:
+            shown, pos, serials = self.shown, self.pos, self.serial
+            index = slots
+        else:
+            serials, pos = self._rewound(slots, np.asarray(view_s, dtype=np.float64))
+            shown = serials > 0
+            index = np.arange(k)
         angle = np.empty(k)
         (cy, cp), (sy, sp) = cos_sin
-        phantom_kernel.aim_angles(slots, eye, cy, cp, sy, sp, self.shown, self.pos, STANDING_CHEST_M, angle)
-        shown = self.shown[slots]
-        serial = [int(s) if on else None for s, on in zip(self.serial[slots].tolist(), shown.tolist(), strict=True)]
+        phantom_kernel.aim_angles(index, eye, cy, cp, sy, sp, shown, pos, STANDING_CHEST_M, angle)
+        on = shown[index].tolist()
+        serial = [int(s) if o else None for s, o in zip(serials[index].tolist(), on, strict=True)]
         return serial, angle.tolist()
+
+    def _rewound(self, slots: np.ndarray, view_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(serial (k,), 0 where none was shown; feet (k, 3), m) of the phantoms of ``slots``
+        at times ``view_s`` (s), from the kept ticks: the last tick at or before each time,
+        moved linearly toward the next one when it is the same phantom. Times before the
+        oldest kept tick take the oldest; after the newest, the newest."""
+        length = len(self._hist_time)
+        order = (np.arange(1, length + 1) + self._hist_head) % length
+        times = self._hist_time[order]
+        at = np.searchsorted(times, view_s, side="right") - 1
+        at = np.clip(at, 0, length - 1)
+        nxt = np.minimum(at + 1, length - 1)
+        i0, i1 = order[at], order[nxt]
+        serial = self._hist_serial[i0, slots]
+        p0, p1 = self._hist_pos[i0, slots], self._hist_pos[i1, slots]
+        t0, t1 = times[at], times[nxt]
+        same = (self._hist_serial[i1, slots] == serial) & (t1 > t0) & np.isfinite(t0)
+        frac = np.zeros(len(slots))
+        np.divide(view_s - t0, t1 - t0, out=frac, where=same)
+        frac = np.clip(frac, 0.0, 1.0)[:, None]
+        return serial, p0 + (p1 - p0) * frac
 

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from server.config import PhantomConfig
+from server.phantom_kernel import reference_aim_angles
 from server.phantoms import Phantoms
+from world.constants import STANDING_CHEST_M, STANDING_EYE_M
 from world.geometry import MapGeometry
 from world.mapfile import builtin_map
 from world.state import WorldLimits, WorldState
@@ -123,3 +125,52 @@ def test_aim_angles_equal_the_reference_bit_for_bit() -> None:
         (cy, cp), (sy, sp) = cos_sin
         aim_angles(slots, eye, cy, cp, sy, sp, shown, pos, STANDING_CHEST_M, got)
         assert got.tobytes() == want.tobytes()
+
+
+def test_aim_at_a_view_time_measures_to_the_phantom_where_the_client_drew_it() -> None:
+    """A client renders the world a round trip and its interpolation late: the angle at a view
+    time is to where the phantom was then (linear between two ticks), and a view time before its
+    placement names no phantom. Checked against positions kept by hand every tick."""
+    game_map = builtin_map("corridors")
+    geometry = MapGeometry(game_map)
+    capacity = 4
+    ph = Phantoms(PhantomConfig(lifetime_s=3.0, gap_s=0.3), geometry, capacity, 64.0, 4, np.random.default_rng(5),
+                  (1, 2, 3), 6.1, 0.6, history_s=1.0)
+    rng = np.random.default_rng(6)
+    world = WorldState(WorldLimits(max_players=capacity))
+    world.active[0] = world.alive[0] = True
+    world.pos[0, :2] = _free_spot(geometry, game_map.bounds, rng)
+    rtt = np.full(capacity, 0.3)
+    dt = 1.0 / 64.0
+    kept: dict[int, tuple[int, np.ndarray]] = {}
+    tick = 0
+    # Until a phantom has been shown for 40 ticks.
+    while not (ph.shown[0] and 0 < kept.get(tick - 40, (0, None))[0] == int(ph.serial[0])):
+        tick += 1
+        ph.update(tick, tick * dt, world, rtt)
+        kept[tick] = (int(ph.serial[0]) if ph.shown[0] else 0, ph.pos[0].copy())
+        assert tick < 2000
+    eye = world.pos[:1].copy()
+    eye[:, 2] += STANDING_EYE_M
+    slots = np.zeros(1, dtype=np.intp)
+    view = np.array([[[1.0], [1.0]], [[0.0], [0.0]]])  # yaw 0, pitch 0
+    on = np.ones(1, dtype=bool)
+
+    def want(feet: np.ndarray) -> float:
+        return float(reference_aim_angles(slots, eye, view, on, feet[None, :], STANDING_CHEST_M)[0])
+
+    then = tick - 30
+    assert float(np.hypot(*(kept[tick][1] - kept[then][1])[:2])) > 0.5  # it walked: now and then differ
+    serial, now_deg = ph.aim(slots, eye, view)
+    assert serial == [kept[tick][0]] and now_deg[0] == pytest.approx(want(kept[tick][1]), abs=1e-9)
+    serial, then_deg = ph.aim(slots, eye, view, np.array([then * dt]))
+    assert serial == [kept[then][0]] and then_deg[0] == pytest.approx(want(kept[then][1]), abs=1e-9)
+    assert abs(now_deg[0] - then_deg[0]) > 0.1
+    # Half-way between two ticks: half-way between the two positions.
+    _, mid_deg = ph.aim(slots, eye, view, np.array([(then + 0.5) * dt]))
+    assert mid_deg[0] == pytest.approx(want((kept[then][1] + kept[then + 1][1]) / 2.0), abs=1e-9)
+    # Just before its placement the client drew the phantom before, or none.
+    first = min(t for t, (s, _) in kept.items() if s == kept[tick][0])
+    serial, deg = ph.aim(slots, eye, view, np.array([(first - 1) * dt]))
+    assert serial == [kept[first - 1][0] or None]
+    assert serial != [None] or deg == [180.0]
