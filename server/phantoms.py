@@ -7,9 +7,9 @@ it is placed and moved so that the viewer never has a line of sight to it. A hum
 a client that draws every record it receives (a wallhack) shows it like a player, and its user
 aims at it and walks toward it. ``AimSample.phantom_angle_deg`` gives the wallhack detector the
 angle between each command's view and the phantom's chest where that command's client drew it: at
-the command's lag-compensation rewind time, from the ticks kept over ``max_unlag_s`` (a client on a
-300 ms link draws a walking phantom 1-2 m behind where the server has it). The phantom is not in the world: it
-takes no damage, stops no ray, never kills or dies, and no kill feed names it.
+the command's lag-compensation rewind time, from the ticks kept over ``max_unlag_s`` (a client on
+a 300 ms link draws a walking phantom 1-2 m behind where the server has it). The phantom is not
+in the world: it takes no damage, stops no ray, never kills or dies, and no kill feed names it.
 
 **Never in sight.** A viewer's phantom is checked at the culler's rate (``refresh_hz``, each
 viewer on its own ticks): every position it held over the last ``trail_s`` seconds (a client
