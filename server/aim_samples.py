@@ -98,7 +98,7 @@ def append_aim_samples(
     (the round's rewind times, s), or where the phantoms are now if None."""
     a, b = round_.start, round_.stop
     slots = commands.slots[a:b]
-    if phantoms is not None and world is not None and phantoms.active:
+    if phantoms is not None and world is not None and (view_s is not None or phantoms.shown.any()):
         eye = world.pos[slots].copy()
         eye[:, 2] += EYE_M[world.stance[slots]]
         phantom, phantom_angle = phantoms.aim(slots, eye, commands.cos_sin[:, :, a:b], view_s)

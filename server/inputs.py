@@ -21,7 +21,7 @@ from server.aim_samples import aim_kernels, append_aim_samples
 from server.core_state import CoreState, send, vec3
 from server.input_kernel import round_to_world
 from server.session import ClientSession
-from server.shots import PendingShot, fire
+from server.shots import PendingShot, fire, latency_s
 from server.tick_commands import NO_ROWS, PITCH, Round, TickCommands, round_rows
 from world.weapons import WEAPONS
 
@@ -268,8 +268,7 @@ def phantom_view_times(core: CoreState, slots: np.ndarray, view_time_s: list[flo
     to it (the claimed ``view_time_s`` if it agrees with the measured round trip, else the
     estimate, never more than ``max_unlag_s`` back): the phantom that client drew is the one its
     aim is judged against."""
-    rtt_ms = core.netstats.rtt_ms
-    latency = np.array([rtt_ms(s) / 1000.0 for s in slots.tolist()])
+    latency = np.array([latency_s(core, s) for s in slots.tolist()])
     times, _ = rewind_times(now_s, latency, np.asarray(view_time_s, dtype=np.float64), core.config.rewind)
     return times
 

@@ -213,7 +213,8 @@ class Phantoms:
         between the two ticks around it, the client's interpolation), so a client aiming at
         what it draws is on it whatever its ping. None: where the phantoms are now."""
         k = len(slots)
-        if not k or not (self.shown.any() if view_s is None else self.active):
+        # With view times the caller has checked ``active``: no second scan of the kept ticks.
+        if not k or (view_s is None and not self.shown.any()):
             return [None] * k, [180.0] * k
         if view_s is None:
             shown, pos, serials = self.shown, self.pos, self.serial
