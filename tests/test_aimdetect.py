@@ -334,6 +334,29 @@ def test_bait_hits(model: TrainedModel) -> None:
     assert [d.kind for d in run(det3, skip, [shot(1, 5, None, bait=True)])] == ["bait_hit"]
 
 
+def test_bait_shots_aimed_at_a_view_from_before_the_kill_do_not_count(model: TrainedModel) -> None:
+    skip = book(1, 2, 3)
+
+    def at_view(tick: int, view_s: float) -> ShotResult:
+        return dataclasses.replace(shot(1, tick, None, weapon=6, bait=True), rewind_time_s=view_s)
+
+    # Player 1 kills at tick 640 (10 s). A spray still held through it, aimed at views of 9.9 s and
+    # 9.99 s (the victim alive on the shooter's screen), climbs through the bait twice: no pattern.
+    det = AimDetectDetector(model)
+    inertial = [kill(1, 2, 640), at_view(646, 9.9), at_view(652, 9.99)]
+    assert run(det, skip, inertial) == []
+    assert det.skip_counts() == {"bait_before_kill": 2}
+    assert det.scores(1).get("bait_hit", 0.0) == 0.0
+    # The same two shots aimed at views from after the kill are an aimbot going for the bait.
+    det2 = AimDetectDetector(model)
+    found = run(det2, skip, [kill(1, 2, 640), at_view(660, 10.05), at_view(670, 10.2)])
+    assert [d.kind for d in found] == ["bait_hit"]
+    # A kill in the shot's own tick placed its bait after the tick's rays: the earlier kill rules.
+    det3 = AimDetectDetector(model)
+    found = run(det3, skip, [kill(1, 2, 640), at_view(660, 10.05), kill(1, 3, 670), at_view(670, 10.2)])
+    assert [d.kind for d in found] == ["bait_hit"]
+
+
 def test_model_with_wrong_features_is_refused(model: TrainedModel) -> None:
     rng = np.random.default_rng(0)
     x = np.vstack([rng.normal(0, 1, (40, 3)), rng.normal(2, 1, (40, 3))])
