@@ -88,6 +88,11 @@ class Detector:
     def reset_player(self, player: int) -> None:
         """Forget everything about ``player`` (slot reused or an operator reset)."""
 
+    def skip_counts(self) -> Mapping[str, int]:
+        """Events this detector saw and did not judge, per reason (a skip-book reason such as
+        ``high_ping``, or the detector's own). Empty for a detector that judges everything."""
+        return {}
+
     def scores(self, player: int) -> Mapping[str, float]:
         """The continuous test statistics behind this detector's decisions on ``player``.
 

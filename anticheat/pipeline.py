@@ -35,7 +35,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
@@ -102,7 +102,8 @@ class PipelineStats:
         events: events fed, by event type name. unknown_events: events of no known type.
         detections: detections by ``(detector, kind)``. errors: exceptions by detector (or
             ``"subscriber"``). time_ns: time spent in each detector's hooks (ns), empty unless
-            the pipeline was built with ``time_detectors=True``.
+            the pipeline was built with ``time_detectors=True``. skips: events not judged, by
+            ``(detector, reason)`` (``Detector.skip_counts``).
     """
 
     events: dict[str, int]
@@ -110,6 +111,7 @@ class PipelineStats:
     detections: dict[tuple[str, str], int]
     errors: dict[str, int]
     time_ns: dict[str, int]
+    skips: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 class DetectionPipeline:
@@ -458,4 +460,5 @@ class DetectionPipeline:
             detections=dict(self._detection_counts),
             errors=dict(self._errors),
             time_ns=dict(self._time_ns),
+            skips={(d.name, reason): n for d in self.detectors for reason, n in dict(d.skip_counts()).items() if n},
         )

@@ -186,6 +186,12 @@ class ServerCollector:
         for where, n in sorted(stats.errors.items()):
             errors.add_metric([where], n)
         yield errors
+        skips = CounterMetricFamily("referee_detector_skips", "Events a detector saw and did not judge, by reason "
+                                    "(a bad link, an unknown weapon, a bait shot aimed before the kill...).",
+                                    labels=["detector", "reason"])
+        for (detector, reason), n in sorted(stats.skips.items()):
+            skips.add_metric([detector, reason], n)
+        yield skips
         if self.sanctions is None:
             return
         decisions = CounterMetricFamily("referee_sanction_decisions", "Sanction decisions after detections, by the "

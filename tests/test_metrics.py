@@ -131,6 +131,8 @@ def test_serve_exposes_players_traffic_rejections_detections_and_ticks(caplog: p
     timer = value(after, "referee_detections_total", detector="movement", kind="timer")
     assert timer >= 1
     assert sum(s.value for s in after["referee_sanction_decisions"]) >= 1
+    # Skips by detector and reason are exported, every sample a label pair (empty when none skipped).
+    assert all(set(s.labels) == {"detector", "reason"} for s in after["referee_detector_skips"])
     # Ticks: a histogram of every tick so far, cumulative, and the phases' time.
     buckets = [s for s in after["referee_tick_duration_seconds"] if s.name.endswith("_bucket")]
     counts = [s.value for s in buckets]

@@ -165,6 +165,31 @@ def test_unknown_event_types_are_counted_not_fatal() -> None:
     assert pipe.stats().unknown_events == 1
 
 
+class Picky(Detector):
+    """Judges only shots of weapon 1; counts the rest as skipped, by weapon."""
+
+    name = "picky"
+
+    def __init__(self) -> None:
+        self.skipped: dict[str, int] = {}
+
+    def on_shot(self, shot: ShotResult, skip: SkipBook) -> Sequence[Detection]:
+        if shot.weapon != 1:
+            key = f"weapon_{shot.weapon}"
+            self.skipped[key] = self.skipped.get(key, 0) + 1
+        return ()
+
+    def skip_counts(self) -> dict[str, int]:
+        return dict(self.skipped)
+
+
+def test_stats_carry_each_detectors_skips_by_reason() -> None:
+    pipe = make([Picky(), Recorder()])
+    pipe.feed_many([shot(weapon=1), shot(weapon=3), shot(weapon=3), shot(weapon=6)])
+    # The metrics endpoint exports these as referee_detector_skips{detector, reason}.
+    assert pipe.stats().skips == {("picky", "weapon_3"): 2, ("picky", "weapon_6"): 1}
+
+
 def test_skip_book_records_connection_before_detectors() -> None:
     rec = Recorder()
     book = SkipBook()
