@@ -10,6 +10,7 @@
     referee lab train-aimdetect DIR [--holdout DIR] [--target-fpr F] [--out PATH]
     referee lab fidelity DIR [--jobs N] [--json]   (honest bots against real-player figures)
     referee lab trigger-table DIR [--jobs N] [--tail-from X] [--honest DIR]... [--json]  (triggerbot constants)
+    referee lab baits DIR... [--jobs N] [--json]   (AimDetect bait shots, counted or aimed before the kill)
     referee lab export DIR OUTDIR        (every table as Parquet)
     referee lab sql DIR "SELECT ..."     (read-only SQL over the corpus)
 
@@ -43,7 +44,8 @@ def add_lab_parser(sub: Any) -> None:
     """Add ``lab`` and its subcommands to the ``referee`` parser's subparsers."""
     lab = sub.add_parser("lab", help="the tuning lab: corpora, metrics with intervals, tolerance search, report",
                          description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    cmds = lab.add_subparsers(dest="lab_command", required=True, metavar="{corpus,rerun,tune,report,goals,calibrate,train-aimdetect,fidelity,trigger-table,export,sql}")
+    cmds = lab.add_subparsers(dest="lab_command", required=True, metavar="{corpus,rerun,tune,report,goals,calibrate,train-aimdetect,fidelity,trigger-table,baits,export,"
+                               "sql}")
 
     corpus = cmds.add_parser("corpus", help="play a spec's labelled matches into a corpus directory (resumable)")
     from testbed.lab.spec import builtin_spec_names
@@ -137,6 +139,12 @@ def add_lab_parser(sub: Any) -> None:
                       "long honest sessions, such as the sessions spec")
     trig.add_argument("--json", action="store_true", help="print the figures as one JSON object")
 
+    baits = cmds.add_parser("baits", help="AimDetect's bait shots per group (honest, each cheat profile): how "
+                            "many were counted, how many aimed at a view from before the kill")
+    baits.add_argument("dirs", nargs="+", metavar="DIR", help="corpora, pooled")
+    baits.add_argument("--jobs", type=positive_int, default=1, help="worker processes decoding streams (1)")
+    baits.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+
     sql = cmds.add_parser("sql", help="run a read-only SQL query over the corpus")
     sql.add_argument("dir")
     sql.add_argument("query")
@@ -148,7 +156,8 @@ def run_lab(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     handler = {"corpus": _corpus, "rerun": _rerun, "tune": _tune, "report": _report, "goals": _goals,
                "calibrate": _calibrate, "train-aimdetect": _train_aimdetect, "export": _export,
-               "sql": _sql, "fidelity": _fidelity, "trigger-table": _trigger_table}[args.lab_command]
+               "sql": _sql, "fidelity": _fidelity, "trigger-table": _trigger_table,
+               "baits": _baits}[args.lab_command]
     try:
         return handler(args, out, err)
     except duckdb.IOException as exc:
@@ -621,6 +630,51 @@ def _trigger_table(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from testbed.lab.trigger_table import print_measurement
 
     print_measurement(m, args.dir, Console(file=out, width=80))
+    return 0
+
+
+def _baits(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from testbed.lab.baits import corpus_bait_shots, group_hours, groups
+    from testbed.lab.metrics import rate
+
+    shots = []
+    hours: dict[str, float] = {}
+    for directory in args.dirs:
+        store = _open_read(directory)
+        try:
+            shots += corpus_bait_shots(store, jobs=args.jobs,
+                                       on_match=lambda d, t, name=directory: err.write(f"\r{name}: decoded {d}/{t} streams"))
+            for g, h in group_hours(store).items():
+                hours[g] = hours.get(g, 0.0) + h
+        finally:
+            store.close()
+            err.write("\n")
+    table = groups(shots, hours)
+    if args.json:
+        out.write(json.dumps({"dirs": args.dirs, "groups": [g.to_json() for g in table]}) + "\n")
+        return 0
+    def num(x: float | None) -> str:
+        return "inf" if x is None else (f"{x:.0f}" if x >= 10 else f"{x:.2g}")
+
+    t = Table(title=f"Bait shots: {', '.join(args.dirs)}", title_justify="left")
+    t.add_column("group", no_wrap=True)
+    for col in ("player-h", "shots", "before kill", "counted"):
+        t.add_column(col, justify="right")
+    t.add_column("counted/100 h [95%]")
+    for g in table:
+        est, low, high = rate(g.counted, g.hours).per_100h()
+        per = "-" if est is None else f"{num(est)} [{num(low)}-{num(high)}]"
+        t.add_row(g.group, f"{g.hours:.1f}", str(g.shots), str(g.aimed_before_kill), str(g.counted), per)
+    console = Console(file=out, width=80)
+    console.print(t)
+    console.print("before kill: the shot's view time came before the shooter's latest kill (a spray still "
+                  "climbing through it), so AimDetect does not count it. Interval: exact Poisson, 95 %.")
+    for g in table:
+        if g.shots:
+            spread = "" if g.before_kill_view_s is None else (
+                f"; aimed {-g.before_kill_view_s[1]:.2f}-{-g.before_kill_view_s[0]:.2f} s before the kill")
+            weapons = ", ".join(f"{k}: {v}" for k, v in g.weapons.items())
+            console.print(f"{g.group}: weapons {weapons}{spread}")
     return 0
 
 

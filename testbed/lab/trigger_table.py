@@ -35,9 +35,8 @@ from anticheat.detectors import trigger
 from anticheat.detectors.trigger import LOG_LR, RANGE_BANDS_M, TriggerDetector
 from anticheat.events import AimSample, ConnectionSample, SessionEvent, ShotResult
 from anticheat.skip import SkipBook
-from server.recording import ReplayReader
-from testbed.lab.redetect import decompress
 from testbed.lab.store import LabStore
+from testbed.lab.stream_map import map_streams, stream_events
 
 __all__ = [
     "BANDS", "CATEGORIES", "RATE_FLOOR", "TAIL_FROM", "TAIL_GRID", "TRIGGERBOT_PROFILES", "Cusum",
@@ -127,9 +126,7 @@ def stream_judged_shots(events: Iterable[object]) -> Iterator[tuple[str, int, fl
 
 def _match_shots(job: tuple[int, str, bytes]) -> list[tuple[str, int, float, int, int]]:
     """One stream's judged shots (runs in a worker process when ``jobs`` > 1)."""
-    match_id, codec, data = job
-    reader = ReplayReader(f"<corpus match {match_id}>", decompress(data, codec))
-    return list(stream_judged_shots(event for frame in reader.frames() for event in frame.events))
+    return list(stream_judged_shots(stream_events(*job)))
 
 
 def _strata(store: LabStore) -> dict[tuple[int, str], str]:
@@ -143,33 +140,12 @@ def corpus_judged_shots(store: LabStore, *, jobs: int = 1,
     match. ``jobs`` > 1 decodes streams in that many worker processes; ``on_match(done, total)``
     is called after each stream."""
     strata = _strata(store)
-    ids = [int(r[0]) for r in store.con.execute("SELECT match_id FROM streams ORDER BY match_id").fetchall()]
-
-    def streams() -> Iterator[tuple[int, str, bytes]]:
-        # One stream in memory at a time: a standard corpus holds ~250 MB of them.
-        for match_id in ids:
-            yield from store.streams([match_id])
-
     out: list[JudgedShot] = []
-
-    def add(match_id: int, rows: list[tuple[str, int, float, int, int]], done: int) -> None:
+    for match_id, rows in map_streams(store, _match_shots, jobs=jobs, on_match=on_match):
         for name, session, play_s, band, category in rows:
             stratum = strata.get((match_id, name))
             if stratum is not None:
                 out.append(JudgedShot(stratum, match_id, name, session, play_s, band, category))
-        if on_match is not None:
-            on_match(done, len(ids))
-
-    if jobs > 1:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            for i, (match_id, rows) in enumerate(zip(ids, pool.map(_match_shots, streams()), strict=True)):
-                add(match_id, rows, i + 1)
-    else:
-        for i, job in enumerate(streams()):
-            add(job[0], _match_shots(job), i + 1)
     return out
 
 

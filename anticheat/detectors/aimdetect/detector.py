@@ -18,16 +18,14 @@ bait is strong evidence. Shots, not pellets, are counted (a shotgun blast is one
 ``bait_window_s``. The default is 2: one stray spray-climb through the bait can happen to an
 honest player holding the trigger, two in two minutes is a pattern.
 
-A bait shot counts only if it was aimed at a world in which the bait existed: its lag-compensated
-``rewind_time_s`` (the server time the client was showing when it fired) must not precede the
-shooter's latest kill before the shot. A shot aimed at an older view was aimed while the victim
-still stood on the shooter's screen: it is the inertial fire the bait exists to tell apart, and
-no human could have chosen it after seeing the kill. In 308.6 held-out honest player-hours
-(sessions5, heldout3, subtle7, wallhack8 and sessions7) 21 honest shots touched a bait, every one
-an automatic weapon's spray continuing through a kill; 19 of them were aimed at such a view
-(0.01-0.34 s before the kill), and the two others were single shots in their two-minute windows.
-Of 1,151 cheaters' bait shots (subtle7 and heldout3) 6 were (0.5 %). Those shots are counted
-under the skip reason ``bait_before_kill``.
+A bait shot counts only if it was aimed at a world in which the bait existed (``bait``): its
+lag-compensated ``rewind_time_s`` must not precede the shooter's latest kill before the shot. A
+shot aimed at an older view is the inertial fire the bait exists to tell apart; it is counted
+under the skip reason ``bait_before_kill``. ``referee lab baits lab/sessions5 lab/heldout3
+lab/subtle7 lab/wallhack8 lab/sessions7`` (308.6 held-out honest player-hours): 21 honest shots
+touched a bait, every one an automatic weapon's spray continuing through a kill; 19 were aimed
+0.01-0.34 s before the kill, and the two others were single shots in their two-minute windows.
+Of the cheaters' 1,151 bait shots in subtle7 and heldout3, 6 (0.5 %) were aimed before the kill.
 """
 
 from __future__ import annotations
@@ -40,6 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from anticheat.detectors.aimdetect.bait import KillClock, aimed_before_kill
 from anticheat.detectors.aimdetect.features import FEATURE_NAMES, FeatureConfig, FeatureExtractor, KillFeatures
 from anticheat.detectors.aimdetect.model import TrainedModel, load_shipped_model
 from anticheat.detectors.cusum import BernoulliCusum, average_run_length, threshold_for_arl
@@ -115,8 +114,7 @@ class AimDetectDetector(Detector):
         # The most bait shots one window ever held, per player (a detection clears the ring).
         self._bait_peak: dict[int, int] = {}
         self._bait_tick: dict[int, int] = {}
-        # Each killer's latest kill times (s): the few a bait lives through are enough.
-        self._kills: dict[int, deque[float]] = {}
+        self.kill_clock = KillClock()
         self.skipped: Counter[str] = Counter()
         self.kills_classified = 0
         self.kills_positive = 0
@@ -159,7 +157,7 @@ class AimDetectDetector(Detector):
         if reason is not None:
             self.skipped[reason.value] += 1
             return NO_DETECTIONS
-        if shot.rewind_time_s < self._latest_kill_before(shot.shooter, shot.time_s):
+        if aimed_before_kill(self.kill_clock, shot.shooter, shot.time_s, shot.rewind_time_s):
             self.skipped["bait_before_kill"] += 1
             return NO_DETECTIONS
         self._bait_tick[shot.shooter] = shot.tick
@@ -187,19 +185,8 @@ class AimDetectDetector(Detector):
             evidence={"bait_shots": cfg.bait_hits_to_detect, "span_s": span, "weapon": shot.weapon},
         ),)
 
-    def _latest_kill_before(self, player: int, time_s: float) -> float:
-        """The time (s) of ``player``'s latest kill strictly before ``time_s`` (-inf: none). A kill
-        in the shot's own tick placed its bait after the tick's rays were cast."""
-        for t in reversed(self._kills.get(player, ())):
-            if t < time_s:
-                return t
-        return float("-inf")
-
     def on_kill(self, kill: KillEvent, skip: SkipBook) -> Sequence[Detection]:
-        kills = self._kills.get(kill.killer)
-        if kills is None:
-            kills = self._kills[kill.killer] = deque(maxlen=4)
-        kills.append(kill.time_s)
+        self.kill_clock.on_kill(kill.killer, kill.time_s)
         feats = self.features.on_kill(kill)
         if kill.killer == kill.victim:
             return NO_DETECTIONS  # a self-kill says nothing about aim
@@ -237,7 +224,7 @@ class AimDetectDetector(Detector):
         self._bait.pop(player, None)
         self._bait_peak.pop(player, None)
         self._bait_tick.pop(player, None)
-        self._kills.pop(player, None)
+        self.kill_clock.forget(player)
 
     def scores(self, player: int) -> Mapping[str, float]:
         """Unitless:
