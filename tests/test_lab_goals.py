@@ -130,7 +130,10 @@ def test_pooling_two_corpora_equals_one_corpus_of_both(tmp_path: Path) -> None:
     assert _kn(pooled["4_blatant_30"]["pooled"]) == (1, 2)  # the speed hack took 45 s
     assert _kn(pooled["6_blatant_kick_60"]["pooled"]) == (1, 2)  # and its KICK 70 s
     assert [w["bin"] for w in pooled["2_smooth_aim_weaker"]] == ["strength=0.25"]
-    assert dict(goal_rows(pooled))["1 honest players flagged"] == "1/3 = 33% [1-91]"
+    assert dict(goal_rows(pooled))["1 honest players flagged"] == "1/3 = 33% [0.8-91]"
+    # Under 1 %, one decimal: an upper bound is never shown as 0.
+    many = dict(pooled, **{"1_honest": dict(pooled["1_honest"], flagged_players=proportion(0, 844).to_json())})
+    assert dict(goal_rows(many))["1 honest players flagged"] == "0/844 = 0% [0-0.4]"
     with pytest.raises(ValueError):
         pool_goals([])
 

@@ -177,7 +177,13 @@ def pool_goals(figures: Sequence[Mapping[str, Any]],
 def _pct(p: Mapping[str, Any] | None) -> str:
     if not p or not p.get("n"):
         return "-"
-    return f"{p['k']}/{p['n']} = {100 * p['estimate']:.0f}% [{100 * p['low']:.0f}-{100 * p['high']:.0f}]"
+    return f"{p['k']}/{p['n']} = {_percent(p['estimate'])}% [{_percent(p['low'])}-{_percent(p['high'])}]"
+
+
+def _percent(x: float) -> str:
+    """A share (0..1) as a percentage: whole numbers, but one decimal under 1 % (an interval of
+    0/844 reads [0-0.4], not [0-0])."""
+    return f"{100 * x:.1f}" if 0.0 < x < 0.01 else f"{100 * x:.0f}"
 
 
 def _per100h(r: Mapping[str, Any]) -> str:
