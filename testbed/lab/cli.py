@@ -671,8 +671,10 @@ def _baits(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                   "climbing through it), so AimDetect does not count it. Interval: exact Poisson, 95 %.")
     for g in table:
         if g.shots:
-            spread = "" if g.before_kill_view_s is None else (
-                f"; aimed {-g.before_kill_view_s[1]:.2f}-{-g.before_kill_view_s[0]:.2f} s before the kill")
+            spread = ""
+            if g.before_kill_view_s is not None:
+                near, far = f"{-g.before_kill_view_s[1]:.2f}", f"{-g.before_kill_view_s[0]:.2f}"
+                spread = f"; aimed {near if near == far else f'{near}-{far}'} s before the kill"
             weapons = ", ".join(f"{k}: {v}" for k, v in g.weapons.items())
             console.print(f"{g.group}: weapons {weapons}{spread}")
     return 0
