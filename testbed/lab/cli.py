@@ -654,7 +654,10 @@ def _baits(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(json.dumps({"dirs": args.dirs, "groups": [g.to_json() for g in table]}) + "\n")
         return 0
     def num(x: float | None) -> str:
-        return "inf" if x is None else (f"{x:.0f}" if x >= 10 else f"{x:.2g}")
+        # Short enough for 80 columns: a cheater's rate runs to tens of thousands per 100 h.
+        if x is None:
+            return "inf"
+        return f"{x / 1000:.0f}k" if x >= 1000 else (f"{x:.0f}" if x >= 10 else f"{x:.2g}")
 
     t = Table(title=f"Bait shots: {', '.join(args.dirs)}", title_justify="left")
     t.add_column("group", no_wrap=True)

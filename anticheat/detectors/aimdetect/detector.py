@@ -22,10 +22,10 @@ A bait shot counts only if it was aimed at a world in which the bait existed (``
 lag-compensated ``rewind_time_s`` must not precede the shooter's latest kill before the shot. A
 shot aimed at an older view is the inertial fire the bait exists to tell apart; it is counted
 under the skip reason ``bait_before_kill``. ``referee lab baits lab/sessions5 lab/heldout3
-lab/subtle7 lab/wallhack8 lab/sessions7`` (308.6 held-out honest player-hours): 21 honest shots
-touched a bait, every one an automatic weapon's spray continuing through a kill; 19 were aimed
+lab/subtle7 lab/wallhack8 lab/sessions7`` (308.6 held-out honest player-hours): 22 honest shots
+touched a bait, every one an automatic weapon's spray continuing through a kill; 20 were aimed
 0.01-0.34 s before the kill, and the two others were single shots in their two-minute windows.
-Of the cheaters' 1,151 bait shots in subtle7 and heldout3, 6 (0.5 %) were aimed before the kill.
+Of the cheaters' 1,163 bait shots there, 6 (0.5 %) were aimed before the kill.
 """
 
 from __future__ import annotations
