@@ -657,13 +657,16 @@ def _baits(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         # Short enough for 80 columns: a cheater's rate runs to tens of thousands per 100 h.
         if x is None:
             return "inf"
-        return f"{x / 1000:.0f}k" if x >= 1000 else (f"{x:.0f}" if x >= 10 else f"{x:.2g}")
+        if x >= 1000:
+            return f"{x / 1000:.0f}k" if x >= 10_000 else f"{x / 1000:.1f}k"
+        return f"{x:.0f}" if x >= 10 else f"{x:.2g}"
 
     t = Table(title=f"Bait shots: {', '.join(args.dirs)}", title_justify="left")
     t.add_column("group", no_wrap=True)
-    for col in ("player-h", "shots", "before kill", "counted"):
-        t.add_column(col, justify="right")
-    t.add_column("counted/100 h [95%]")
+    for col in ("hours", "shots", "before kill", "counted"):
+        t.add_column(col, justify="right", min_width=7 if col == "counted" else None)
+    # Kept whole: a rate cut in two rows is hard to read.
+    t.add_column("per 100 h", no_wrap=True, min_width=15)
     for g in table:
         est, low, high = rate(g.counted, g.hours).per_100h()
         per = "-" if est is None else f"{num(est)} [{num(low)}-{num(high)}]"
@@ -671,7 +674,8 @@ def _baits(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     console = Console(file=out, width=80)
     console.print(t)
     console.print("before kill: the shot's view time came before the shooter's latest kill (a spray still "
-                  "climbing through it), so AimDetect does not count it. Interval: exact Poisson, 95 %.")
+                  "climbing through it), so AimDetect does not count it. Per 100 h: counted shots per 100 player-hours, with an exact "
+                  "Poisson 95 % interval.")
     for g in table:
         if g.shots:
             spread = ""
