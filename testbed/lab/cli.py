@@ -674,8 +674,8 @@ def _baits(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     console = Console(file=out, width=80)
     console.print(t)
     console.print("before kill: the shot's view time came before the shooter's latest kill (a spray still "
-                  "climbing through it), so AimDetect does not count it. Per 100 h: counted shots per 100 player-hours, with an exact "
-                  "Poisson 95 % interval.")
+                  "climbing through it), so AimDetect does not count it. Per 100 h: counted shots per 100 "
+                  "player-hours, with an exact Poisson 95 % interval.")
     for g in table:
         if g.shots:
             spread = ""
