@@ -309,3 +309,18 @@ def test_compacting_keeps_every_row(built: Path, tmp_path: Path) -> None:
     finally:
         store.close()
     assert dump(copy) == dump(built)
+
+
+def test_the_command_logs_a_line_per_match_when_not_on_a_terminal(tmp_path: Path) -> None:
+    import io
+
+    from testbed.cli import main
+
+    spec_file = tmp_path / "tiny.toml"
+    spec_file.write_text(SPEC)
+    err = io.StringIO()
+    assert main(["lab", "corpus", str(spec_file), "--out", str(tmp_path / "c"), "--jobs", "1", "--max-matches", "2"],
+                stdout=io.StringIO(), stderr=err) == 0
+    lines = [line for line in err.getvalue().splitlines() if " stored: " in line]
+    # A log file has no live bar: each stored match is a line of its own, counted up.
+    assert [line.split(" stored: ")[1].split(",")[0] for line in lines] == ["1/3", "2/3"]

@@ -186,7 +186,7 @@ def _init_ray(address: str) -> None:
 
 def _corpus(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from bots.registry import default_registry
-    from testbed.lab.corpus import CorpusMismatchError, build_corpus
+    from testbed.lab.corpus import BuildProgress, CorpusMismatchError, build_corpus
     from testbed.lab.spec import SpecError, load_spec
     from testbed.lab.store import open_store
 
@@ -209,10 +209,17 @@ def _corpus(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             done_before = len(store.done_match_ids())
             task = progress.add_task("matches", total=spec.match_count, completed=done_before,
                                      hours=done_before * spec.player_hours / spec.match_count)
+            def on_progress(p: BuildProgress) -> None:
+                progress.update(task, completed=p.done, hours=p.player_hours)
+                if not console.is_terminal:
+                    # A log file gets no live bar: a line per stored match instead.
+                    console.print(f"match {p.last_match} stored: {p.done}/{p.total}, "
+                                  f"{p.player_hours:.2f} player-h, {p.wall_s:.0f} s")
+
             try:
                 report = build_corpus(
                     spec, store, workers=args.jobs, ray_address=args.ray, max_matches=args.max_matches,
-                    on_progress=lambda p: progress.update(task, completed=p.done, hours=p.player_hours),
+                    on_progress=on_progress,
                 )
             except CorpusMismatchError as exc:
                 raise LabError(str(exc)) from exc
