@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -19,9 +18,8 @@ from anticheat.detectors.aimdetect.bait import KillClock, aimed_before_kill
 from anticheat.events import KillEvent, SessionEvent
 from testbed.cli import main
 from testbed.lab.baits import BaitShot, corpus_bait_shots, groups, stream_bait_shots
-from testbed.lab.corpus import build_corpus
-from testbed.lab.spec import parse_spec
 from testbed.lab.store import open_store
+from tests.lab_corpora import build_tiny_corpus
 from tests.synthetic import make_shot
 
 
@@ -105,14 +103,7 @@ profile = "lock_aimbot"
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.mktemp("baits")
-    store = open_store(directory)
-    try:
-        report = build_corpus(parse_spec(tomllib.loads(SPEC), "<baits-tiny>"), store, workers=1)
-    finally:
-        store.close()
-    assert report.played == 1
-    return directory
+    return build_tiny_corpus(tmp_path_factory.mktemp("baits"), SPEC, "<baits-tiny>")
 
 
 def test_the_command_tabulates_the_corpus(corpus: Path) -> None:

@@ -11,7 +11,6 @@ import dataclasses
 import io
 import json
 import math
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +22,6 @@ from anticheat.detectors.trigger import LOG_LR, TriggerConfig, TriggerDetector
 from anticheat.events import ConnectionSample
 from anticheat.skip import SkipBook
 from testbed.cli import main
-from testbed.lab.corpus import build_corpus
-from testbed.lab.spec import parse_spec
 from testbed.lab.store import open_store
 from testbed.lab.trigger_table import (
     BANDS,
@@ -41,6 +38,7 @@ from testbed.lab.trigger_table import (
     tail_points,
     threshold,
 )
+from tests.lab_corpora import build_tiny_corpus
 from tests.synthetic import make_aim, make_shot
 from world.weapons import WeaponId
 
@@ -235,14 +233,7 @@ include_hidden = false
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.mktemp("trigger")
-    store = open_store(directory)
-    try:
-        report = build_corpus(parse_spec(tomllib.loads(SPEC), "<trigger-tiny>"), store, workers=1)
-    finally:
-        store.close()
-    assert report.played == 1
-    return directory
+    return build_tiny_corpus(tmp_path_factory.mktemp("trigger"), SPEC, "<trigger-tiny>")
 
 
 def test_the_command_measures_the_corpus(corpus: Path) -> None:

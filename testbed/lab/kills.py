@@ -15,9 +15,8 @@ import numpy as np
 
 from anticheat.detectors.aimdetect.features import FEATURE_NAMES, FeatureExtractor
 from anticheat.events import AimSample, KillEvent, SessionEvent, ShotResult, SpawnEvent
-from server.recording import ReplayReader
-from testbed.lab.redetect import decompress
 from testbed.lab.store import LabStore
+from testbed.lab.stream_map import map_streams, stream_events
 
 __all__ = ["AIM_ASSIST_PROFILES", "KillRows", "corpus_kill_rows", "stream_kills"]
 
@@ -64,6 +63,10 @@ def stream_kills(events: Iterable[object]) -> Iterator[tuple[str, KillEvent, np.
                 yield names.get(event.killer, ""), event, features.as_array()
 
 
+def _match_kills(job: tuple[int, str, bytes]) -> list[tuple[str, np.ndarray]]:
+    return [(name, features) for name, _kill, features in stream_kills(stream_events(*job))]
+
+
 def corpus_kill_rows(store: LabStore, positive: Iterable[str] = AIM_ASSIST_PROFILES) -> KillRows:
     """Every labelled kill of the corpus in ``store``: honest killers' kills (label 0) and those
     of the ``positive`` profiles (label 1)."""
@@ -74,10 +77,9 @@ def corpus_kill_rows(store: LabStore, positive: Iterable[str] = AIM_ASSIST_PROFI
     ys: list[int] = []
     matches: list[int] = []
     strata: list[str] = []
-    for match_id, codec, data in store.streams():
-        reader = ReplayReader(f"<corpus match {match_id}>", decompress(data, codec))
-        events = (event for frame in reader.frames() for event in frame.events)
-        for name, _kill, features in stream_kills(events):
+    # One stream decoded at a time (``store.streams()`` would hold every stream's bytes at once).
+    for match_id, kills in map_streams(store, _match_kills):
+        for name, features in kills:
             info = who.get((match_id, name))
             if info is None:
                 continue
