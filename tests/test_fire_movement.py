@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from anticheat.detectors.fire import FireConfig, FireDetector
 from anticheat.detectors.movement import KindRule, MovementConfig, MovementDetector
 from anticheat.events import (
+    AimSample,
     ConnectionSample,
     Detection,
     FireEvidence,
@@ -37,7 +40,8 @@ def book(player: int = 1, *, rtt_ms: float = 60.0, jitter_ms: float = 2.0, loss:
 
 def shot(t: float, *, weapon: int = PISTOL, pellet: int = 0, hit: tuple[float, float, float] | None = None,
          claimed_origin: tuple[float, float, float] | None = None, view_time_s: float | None = None,
-         decision: RewindDecision = RewindDecision.CLAIMED, rewind_time_s: float | None = None) -> ShotResult:
+         decision: RewindDecision = RewindDecision.CLAIMED, rewind_time_s: float | None = None,
+         seq: int = 0) -> ShotResult:
     return ShotResult(
         shooter=1, tick=round(t * 64), time_s=t, weapon=weapon, pellet=pellet, origin=ORIGIN,
         direction=(1.0, 0.0, 0.0), rewind_time_s=t - 0.13 if rewind_time_s is None else rewind_time_s,
@@ -45,7 +49,7 @@ def shot(t: float, *, weapon: int = PISTOL, pellet: int = 0, hit: tuple[float, f
         hit_point=(15.0, 5.0, 1.64), distance_m=10.0, blocked_by_wall=False, victim_pos=None,
         victim_speed_m_s=0.0, damage=0.0,
         claim=ShotClaim(shooter=1, weapon=weapon, yaw_deg=0.0, pitch_deg=0.0, view_time_s=view_time_s,
-                        claimed_hit_point=hit, claimed_origin=claimed_origin),
+                        claimed_hit_point=hit, claimed_origin=claimed_origin, seq=seq),
     )
 
 
@@ -223,6 +227,61 @@ def test_backtrack_from_overruled_claims_without_connection_figures() -> None:
     ahead = [shot(1.0 + i, view_time_s=1.0 + i, decision=RewindDecision.ESTIMATE, rewind_time_s=0.87 + i)
              for i in range(20)]  # claims *newer* than the estimate are not backtracking
     assert fire_all(det2, skip, ahead) == []
+
+
+def _command(seq: int, view_time_s: float) -> AimSample:
+    """Player 1's command ``seq`` (64 Hz) whose frame rendered server time ``view_time_s``."""
+    t = seq / 64.0
+    return AimSample(1, seq, t, seq, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, PISTOL, 0, 0, True, 0.0, None, 180.0, 0.0,
+                     view_time_s=view_time_s)
+
+
+def _play(det: FireDetector, skip: SkipBook, commands: list[tuple[int, float]],
+          shots: dict[int, float]) -> list[Detection]:
+    """Commands ``(seq, view time s)`` in order; after command seq, its shot claiming view time
+    ``shots[seq]`` (s) when listed. Only backtrack detections are returned."""
+    out: list[Detection] = []
+    for seq, view in commands:
+        out += det.on_aim(_command(seq, view), skip)
+        if seq in shots:
+            out += det.on_shot(shot(seq / 64.0, view_time_s=shots[seq], seq=seq, rewind_time_s=shots[seq]), skip)
+    return [d for d in out if d.kind == "backtrack"]
+
+
+def test_backtrack_behind_the_clients_own_view_clock() -> None:
+    """A shot claiming a view time older than the frame its own command rendered contradicts the
+    client's clock: two such shots detect, on a 300 ms link where their age alone is allowed."""
+    far = book(rtt_ms=300.0, jitter_ms=15.0, loss=0.05)
+    commands = [(seq, seq / 64.0 - 0.4) for seq in range(1, 64 * 6)]
+    firing = range(64, 64 * 6, 64)  # a shot a second
+    # Latency alone allows 0.3 + 0.1 + ~0.1 s: a claim 0.15 s behind a 0.4 s-old frame is 0.55 s
+    # old, inside it. Against the client's own clock it is 0.15 s behind.
+    det = FireDetector()
+    found = _play(det, far, commands, {seq: seq / 64.0 - 0.4 - 0.15 for seq in firing})
+    assert [d.time_s for d in found] == [2.0]
+    assert found[0].evidence["rule"] == "view_clock" and found[0].evidence["behind_s"] == pytest.approx(0.15)
+    assert found[0].reason == "Backtrack-view_clock-2/8"
+    # The same shots claiming their own frame: nothing. So are claims inside a sub-tick's slack.
+    assert _play(FireDetector(), far, commands, {seq: seq / 64.0 - 0.4 for seq in firing}) == []
+    assert _play(FireDetector(), far, commands, {seq: seq / 64.0 - 0.4 - 0.04 for seq in firing}) == []
+    # A cheat that sets the shot's whole command back too: the clock had already passed that frame.
+    rewound = [(seq, view - 0.2 if seq in firing else view) for seq, view in commands]
+    found = _play(FireDetector(), far, rewound, {seq: seq / 64.0 - 0.6 for seq in firing})
+    assert [d.time_s for d in found] == [2.0]
+    # A stalled client: its frame froze for 0.8 s and the made-up commands (with a burst of fire)
+    # all carry that frame's time, the newest it had. Never behind its clock.
+    # (The latency rule is switched off to show the clock rule saw nothing: those claims are old.)
+    stalled = [(seq, 2.1 if 160 <= seq < 200 else view) for seq, view in commands]
+    det = FireDetector(FireConfig(stale_margin_s=10.0))
+    assert _play(det, far, stalled, {seq: 2.1 for seq in range(160, 200, 4)}) == []
+    assert det.scores(1)["backtrack"] == 0.0
+    # Without the commands' view times (older recordings) only the latency rule judges.
+    det = FireDetector()
+    assert fire_all(det, far, [shot(seq / 64.0, view_time_s=seq / 64.0 - 0.55, seq=seq) for seq in firing]) == []
+    with pytest.raises(ValueError):
+        FireConfig(view_clock_slack_s=math.nan)
+    with pytest.raises(ValueError):
+        FireConfig(backtrack_clock_min=9)
 
 
 # --- movement ------------------------------------------------------------------------------------

@@ -21,7 +21,15 @@ Kinds (detector ``fire``):
 - ``afk_ghost``: the claimed origin is >= 15 m from the shooter's authoritative eye (Nex-AC), or,
   for protocols that do not send an origin, the claimed hit point is farther from the real eye
   than the weapon reaches plus 15 m: either way the client shoots from where it is not.
-- ``backtrack``: claimed view times older than the measured latency allows, consistently.
+- ``backtrack``: claimed view times older than the measured latency allows, consistently; or
+  older than the client's own view clock. Each command carries the view time its frame rendered
+  (``AimSample.view_time_s``), and that clock never runs backwards on an honest client; a shot
+  claims the view time it was aimed at. A shot claiming a time more than ``view_clock_slack_s``
+  before the newest frame its client had rendered by the shot's command contradicts the client's
+  own clock: that is backtrack whatever the link does (a stalled client makes up commands with
+  the view time it had, which is never behind itself). ``backtrack_clock_min`` such shots among
+  the last ``backtrack_ring`` detect. In 308.6 held-out honest player-hours no shot was behind its
+  client's clock at all, and every shot of the backtrack bots was, by 0.15-0.40 s.
 
 Timing. An interval is measured on the shooter's command clock (``claim.clock_s``): the clock
 the server's weapon state judged the shot on, held to real time by the timer check. Arrival
@@ -46,7 +54,7 @@ from dataclasses import dataclass
 
 from anticheat.detector import NO_DETECTIONS, NO_SCORES, Detector
 from anticheat.detectors.aimstats import angular_step_deg
-from anticheat.events import Detection, FireEvidence, FireKind, RewindDecision, ShotClaim, ShotResult, SpawnEvent
+from anticheat.events import AimSample, Detection, FireEvidence, FireKind, RewindDecision, ShotClaim, ShotResult, SpawnEvent
 from anticheat.skip import SkipBook
 from world.constants import STANDING_CHEST_M
 from world.weapons import WeaponId, weapon
@@ -126,6 +134,12 @@ class FireConfig:
             and a burst of fire in them is stale from one cause: an idle UDP match's honest
             dsl-1 had 5 of 8 stale shots within one catch-up after its process stalled. A
             backtrack cheat keeps its claims old from burst to burst.
+        view_clock_slack_s: a shot may claim a view time up to this much (s) older than the newest
+            frame its client had rendered by the shot's command: a sub-tick client stamps a shot
+            inside its frame (a 64 Hz command spans 15.6 ms); this project's client claims the
+            command's own frame exactly. The backtrack bots claim 0.15-0.40 s older.
+        backtrack_clock_min: of the last ``backtrack_ring`` shots, this many behind the client's
+            own view clock detect (no span needed: a stall never puts a claim behind its clock).
         cooldown_s: at most one Detection per player and kind per this many seconds.
         *_severity: severity of each kind's Detection.
     """
@@ -163,6 +177,8 @@ class FireConfig:
     backtrack_ring: int = 8
     backtrack_min: int = 5
     backtrack_span_s: float = 1.0
+    view_clock_slack_s: float = 0.05
+    backtrack_clock_min: int = 2
     cooldown_s: float = 10.0
     auto_c_severity: float = 0.6
     rapid_fire_severity: float = 0.7
@@ -174,9 +190,12 @@ class FireConfig:
 
     def __post_init__(self) -> None:
         counts = (self.auto_c_count, self.rapid_fire_count, self.too_soon_count, self.silent_aim_count,
-                  self.ghost_count, self.backtrack_min, self.silent_aim_angles_count, self.forged_hit_count)
-        if min(counts) < 1 or self.backtrack_min > self.backtrack_ring:
-            raise ValueError("counts must be >= 1 and backtrack_min <= backtrack_ring")
+                  self.ghost_count, self.backtrack_min, self.silent_aim_angles_count, self.forged_hit_count,
+                  self.backtrack_clock_min)
+        if min(counts) < 1 or max(self.backtrack_min, self.backtrack_clock_min) > self.backtrack_ring:
+            raise ValueError("counts must be >= 1 and backtrack_min, backtrack_clock_min <= backtrack_ring")
+        if not (math.isfinite(self.view_clock_slack_s) and self.view_clock_slack_s >= 0.0):
+            raise ValueError("view_clock_slack_s must be finite and >= 0")
         if not (math.isfinite(self.backtrack_span_s) and self.backtrack_span_s >= 0.0):
             raise ValueError("backtrack_span_s must be finite and >= 0")
 
@@ -229,7 +248,8 @@ def _dist(a: Vec3, b: Vec3) -> float:
 
 
 class _PlayerFire:
-    __slots__ = ("last_weapon", "last_time_s", "last_on_clock", "bursts", "stale", "stale_peak", "last_emit")
+    __slots__ = ("last_weapon", "last_time_s", "last_on_clock", "bursts", "stale", "stale_peak", "behind",
+                 "behind_peak", "view_clock", "frames", "last_emit")
 
     def __init__(self) -> None:
         self.last_weapon: int | None = None
@@ -241,6 +261,13 @@ class _PlayerFire:
         self.stale: deque[float | None] = deque()
         # The most stale claims the ring ever held (it is cleared by each detection).
         self.stale_peak = 0
+        # Per recent shot with a claimed view time: True when behind the client's own view clock.
+        self.behind: deque[bool] = deque()
+        self.behind_peak = 0
+        # The newest view time the client's commands carried (s), and per recent command that
+        # value as of it: (seq, view clock s).
+        self.view_clock = -math.inf
+        self.frames: deque[tuple[int, float]] = deque(maxlen=16)
         self.last_emit: dict[str, float] = {}
 
 
@@ -273,6 +300,7 @@ class FireDetector(Detector):
                 "afk_ghost": _Burst(cfg.ghost_count, cfg.ghost_window_s),
             }
             st.stale = deque(maxlen=cfg.backtrack_ring)
+            st.behind = deque(maxlen=cfg.backtrack_ring)
             self._players[player] = st
         return st
 
@@ -287,7 +315,8 @@ class FireDetector(Detector):
         Keys: ``auto_c``, ``rapid_fire`` (the larger of fast intervals and TOO_SOON refusals,
         each against its own count), ``silent_aim_geometry``, ``silent_aim_angles``,
         ``forged_hit``, ``afk_ghost`` (pieces within the kind's window over its count) and
-        ``backtrack`` (stale claims among the last ``backtrack_ring`` over ``backtrack_min``).
+        ``backtrack`` (stale claims among the last ``backtrack_ring`` over ``backtrack_min``, or
+        claims behind the client's view clock over ``backtrack_clock_min``, the larger).
         """
         st = self._players.get(player)
         if st is None:
@@ -300,8 +329,27 @@ class FireDetector(Detector):
             "silent_aim_angles": b["silent_aim_angles"].score(),
             "forged_hit": b["forged_hit"].score(),
             "afk_ghost": b["afk_ghost"].score(),
-            "backtrack": st.stale_peak / self.config.backtrack_min,
+            "backtrack": max(st.stale_peak / self.config.backtrack_min,
+                             st.behind_peak / self.config.backtrack_clock_min),
         }
+
+    def on_aim(self, sample: AimSample, skip: SkipBook) -> Sequence[Detection]:
+        view = sample.view_time_s
+        if view is None:
+            return NO_DETECTIONS
+        st = self._state(sample.player)
+        if view > st.view_clock:
+            st.view_clock = view
+        st.frames.append((sample.seq, st.view_clock))
+        return NO_DETECTIONS
+
+    def _view_clock(self, st: _PlayerFire, seq: int) -> float | None:
+        """The client's view clock (s) as of its command ``seq``, None when that command's sample
+        is not at hand (recordings without view times)."""
+        for s, clock in reversed(st.frames):
+            if s == seq:
+                return clock
+        return None
 
     def on_spawn(self, spawn: SpawnEvent, skip: SkipBook) -> Sequence[Detection]:
         st = self._players.get(spawn.player)
@@ -442,7 +490,11 @@ class FireDetector(Detector):
                      and view < shot.rewind_time_s)
         expected = math.inf if rtt is None else rtt + cfg.interp_s + allowance
         stale = overruled or age > expected + cfg.stale_margin_s
-        st.stale.append(shot.time_s if stale else None)
+        clock = self._view_clock(st, shot.claim.seq)
+        behind_s = 0.0 if clock is None else clock - view
+        behind = behind_s > cfg.view_clock_slack_s
+        st.stale.append(shot.time_s if stale or behind else None)
+        st.behind.append(behind)
         times = [t for t in st.stale if t is not None]
         count = len(times)
         if count and times[-1] - times[0] < cfg.backtrack_span_s:
@@ -450,12 +502,18 @@ class FireDetector(Detector):
             count = min(count, cfg.backtrack_min - 1)
         if count > st.stale_peak:
             st.stale_peak = count
-        if count < cfg.backtrack_min:
+        behind_count = sum(st.behind)
+        if behind_count > st.behind_peak:
+            st.behind_peak = behind_count
+        if count < cfg.backtrack_min and behind_count < cfg.backtrack_clock_min:
             return []
         st.stale.clear()
+        st.behind.clear()
+        rule, of_count = ("view_clock", behind_count) if behind_count >= cfg.backtrack_clock_min else ("latency", count)
         return self._emit(st, shot.shooter, shot.tick, shot.time_s, "backtrack", age,
-                          f"Backtrack-{count}/{cfg.backtrack_ring}",
-                          {"stale": count, "of": cfg.backtrack_ring, "age_s": age,
+                          f"Backtrack-{rule}-{of_count}/{cfg.backtrack_ring}",
+                          {"stale": count, "behind_clock": behind_count, "of": cfg.backtrack_ring, "age_s": age,
+                           "behind_s": behind_s, "rule": rule,
                            "expected_s": expected if math.isfinite(expected) else -1.0,
                            "decision": shot.rewind_decision.value})
 
