@@ -60,6 +60,13 @@ class AimSample:
         view_time_s: the server time the client was rendering when it sampled the command (s,
             the command's ``view_time_s``), None in recordings made before it was kept. Its
             advance between two commands is how long the client's frame took: a hitch shows.
+        crosshair_target: the player the command's spread-free crosshair (view angles plus the
+            server's punch before the command fired) met with the world rewound to the
+            command's rewind time, as a shot of it would have (``server.crosshair_probe``; slot),
+            or None: nobody, a wall first, or not probed (no visible enemy near the view).
+        fire_ready: the held weapon would have accepted a shot at the command's clock (deployed,
+            not reloading, a round loaded, the fire interval elapsed), before the command's own
+            fire. Both None in recordings made before they were kept.
     """
 
     player: int
@@ -86,6 +93,8 @@ class AimSample:
     phantom: int | None = None
     phantom_angle_deg: float = 180.0
     view_time_s: float | None = None
+    crosshair_target: int | None = None
+    fire_ready: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,10 @@ kept per arm; it prints both arms' p50/p99 and their ratio, and the time inside
 ``Phantoms.update`` and ``VisibilityCuller.refresh`` per tick (the methods wrapped here, for the
 replays only; each tick's shortest over the replays).
 
+``--crosshair`` measures the same way what the crosshair probe (``server.crosshair_probe``) costs:
+lone replays with ``[server.crosshair] enabled`` true and false, alternated, and the time inside
+``probe_crosshairs`` per tick.
+
 ``--admin`` measures instead what the admin page costs the tick: the server in real time with
 and without ``server.admin`` (the page's API polled once a second), both arms in one run, the
 ratio printed (``bench._admin_arm``).
@@ -43,7 +47,8 @@ from testbed.scenario import parse_scenario_text
 from world.mapfile import builtin_map
 
 
-def _scenario(bots: int, rate: int, duration_s: float, map_name: str, seed: int, phantom: bool = True) -> Any:
+def _scenario(bots: int, rate: int, duration_s: float, map_name: str, seed: int, off: str | None = None) -> Any:
+    """The bench's scenario; ``off``: a ``[server.X]`` section switched off (``enabled = false``)."""
     text = f"""
 name = "bench-tick-{rate}"
 map = "{map_name}"
@@ -56,8 +61,8 @@ profile = "honest"
 ping_ms = 60
 jitter_ms = 5
 """
-    if not phantom:
-        text += "[server.phantom]\nenabled = false\n"
+    if off is not None:
+        text += f"[server.{off}]\nenabled = false\n"
     return parse_scenario_text(text, "bench-tick.toml", profile_names())
 
 
@@ -106,14 +111,11 @@ def _played_then_alone(scenario: Any, repeat: int) -> tuple[Any, dict[str, Any],
     return result, alone, same
 
 
-def _phantom_arms(scenario: Any, scenario_off: Any, repeat: int) -> dict[str, float]:
-    """The played match's datagrams replayed ``repeat`` times into lone servers with phantoms on
+def _ab_arms(scenario: Any, scenario_off: Any, repeat: int, timed_parts: dict[str, tuple[Any, str]]) -> dict[str, float]:
+    """The played match's datagrams replayed ``repeat`` times into lone servers with a feature on
     (``scenario``) and off (``scenario_off``), alternated: each arm's p50/p99 (ms) of each
-    tick's shortest time, and the time (ms) inside ``Phantoms.update`` and the culler's refresh
-    per tick (each tick's shortest over the replays; mean and p99)."""
-    from server.phantoms import Phantoms
-    from server.visibility import VisibilityCuller
-
+    tick's shortest time, and the time (ms) per tick inside each of ``timed_parts`` (name:
+    (module or class, attribute)), each tick's shortest over the replays (mean and p99)."""
     log: list[tuple[Any, bytes | None, float]] = []
     receive, step = ServerCore.receive, ServerCore.step
 
@@ -130,8 +132,8 @@ def _phantom_arms(scenario: Any, scenario_off: Any, repeat: int) -> dict[str, fl
         run_virtual(scenario)
     finally:
         ServerCore.receive, ServerCore.step = receive, step  # type: ignore[method-assign]
-    update, refresh = Phantoms.update, VisibilityCuller.refresh
-    inner: dict[str, list[float]] = {"phantoms": [], "culler": []}
+    originals = {name: getattr(owner, attr) for name, (owner, attr) in timed_parts.items()}
+    inner: dict[str, list[float]] = {name: [] for name in timed_parts}
 
     def timed(name: str, fn: Any) -> Any:
         def wrapped(*args: Any, **kwargs: Any) -> Any:
@@ -143,9 +145,9 @@ def _phantom_arms(scenario: Any, scenario_off: Any, repeat: int) -> dict[str, fl
 
     ticks: dict[bool, list[np.ndarray]] = {True: [], False: []}
     phases: dict[bool, dict[str, float]] = {}
-    parts: dict[str, list[np.ndarray]] = {"phantoms": [], "culler": []}
-    Phantoms.update = timed("phantoms", update)  # type: ignore[method-assign]
-    VisibilityCuller.refresh = timed("culler", refresh)  # type: ignore[method-assign]
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in timed_parts}
+    for name, (owner, attr) in timed_parts.items():
+        setattr(owner, attr, timed(name, originals[name]))
     try:
         for _ in range(repeat):
             for on in (True, False):
@@ -164,7 +166,8 @@ def _phantom_arms(scenario: Any, scenario_off: Any, repeat: int) -> dict[str, fl
                     for name, times in inner.items():
                         parts[name].append(np.array(times))
     finally:
-        Phantoms.update, VisibilityCuller.refresh = update, refresh  # type: ignore[method-assign]
+        for name, (owner, attr) in timed_parts.items():
+            setattr(owner, attr, originals[name])
     out: dict[str, float] = {}
     for on, arm in ((True, "on"), (False, "off")):
         shortest = np.min(np.stack(ticks[on]), axis=0)
@@ -199,6 +202,8 @@ def main(argv: list[str]) -> dict[str, Any]:
                         help="with --alone: lone replays; each tick's shortest time is kept")
     parser.add_argument("--phantom", action="store_true",
                         help="lone replays with phantoms on and off: tick p50/p99, their ratio, Phantoms.update's time")
+    parser.add_argument("--crosshair", action="store_true",
+                        help="lone replays with the crosshair probe on and off: tick p50/p99, their ratio, the probe's time")
     parser.add_argument("--admin", action="store_true",
                         help="tick p99 with the admin page polled once a second against no admin (real time, UDP)")
     parser.add_argument("--admin-duration", type=float, default=20.0, help="with --admin: seconds per arm and round")
@@ -214,8 +219,28 @@ def main(argv: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {"bots": args.bots, "map": args.map, "duration_s": args.duration}
     for rate in (int(r) for r in args.rates.split(",")):
         scenario = _scenario(args.bots, rate, args.duration, args.map, args.seed)
+        if args.crosshair:
+            import server.inputs
+
+            arms = _ab_arms(scenario, _scenario(args.bots, rate, args.duration, args.map, args.seed, "crosshair"), repeat,
+                            {"probe": (server.inputs, "probe_crosshairs")})
+            print(
+                f"{rate:>4} Hz, {args.bots} bots, lone replays, shortest of {repeat} per tick: crosshair probe on "
+                f"p50 {arms['on_p50_ms']:.3f} ms p99 {arms['on_p99_ms']:.3f} ms, off p50 {arms['off_p50_ms']:.3f} ms "
+                f"p99 {arms['off_p99_ms']:.3f} ms; on/off p50 {arms['on_p50_ms'] / arms['off_p50_ms']:.3f}, "
+                f"p99 {arms['on_p99_ms'] / arms['off_p99_ms']:.3f}"
+            )
+            print(f"      per tick: probe_crosshairs mean {arms['probe_mean_ms']:.3f} ms (p99 {arms['probe_p99_ms']:.3f})")
+            out.update({f"crosshair_{k}_{rate}": round(v, 4) for k, v in arms.items()})
+            out[f"crosshair_on_off_p50_{rate}"] = round(arms["on_p50_ms"] / arms["off_p50_ms"], 3)
+            out[f"crosshair_on_off_p99_{rate}"] = round(arms["on_p99_ms"] / arms["off_p99_ms"], 3)
+            continue
         if args.phantom:
-            arms = _phantom_arms(scenario, _scenario(args.bots, rate, args.duration, args.map, args.seed, False), repeat)
+            from server.phantoms import Phantoms
+            from server.visibility import VisibilityCuller
+
+            arms = _ab_arms(scenario, _scenario(args.bots, rate, args.duration, args.map, args.seed, "phantom"), repeat,
+                            {"phantoms": (Phantoms, "update"), "culler": (VisibilityCuller, "refresh")})
             print(
                 f"{rate:>4} Hz, {args.bots} bots, lone replays, shortest of {repeat} per tick: phantoms on "
                 f"p50 {arms['on_p50_ms']:.3f} ms p99 {arms['on_p99_ms']:.3f} ms, off p50 {arms['off_p50_ms']:.3f} ms "

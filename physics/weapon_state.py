@@ -376,6 +376,21 @@ class WeaponState:
         end = self.reload_end_s
         return ~np.isnan(end) & (end > now_s)
 
+    def ready(self, slots: np.ndarray, now_s: np.ndarray) -> np.ndarray:
+        """(K,) bool: each slot's held weapon would accept a shot at its own time ``now_s`` (s, one
+        per slot; the slots brought up to it): a weapon held and deployed, no reload running, a
+        round in the magazine and the weapon's fire interval since its last shot elapsed (a
+        crouch-cancel's shorter interval aside). What ``try_fire`` accepts, asked without firing."""
+        rows = np.asarray(slots, dtype=np.intp)
+        t = np.asarray(now_s, dtype=np.float64)
+        held = self.weapon[rows].astype(np.intp)
+        end = self.reload_end_s[rows]
+        reloading = ~np.isnan(end) & (end > t)
+        interval = self.table.fire_interval_s[held]
+        since = t - self.last_shot_s[rows, held]
+        return ((held != NO_WEAPON) & (t >= self.switch_end_s[rows]) & ~reloading & (self.ammo[rows, held] > 0)
+                & (since >= interval - self.config.interval_epsilon_s))
+
     def _reloading_at(self, slot: int, now_s: float) -> bool:
         """``reloading(now_s)[slot]`` without computing every slot."""
         end = float(self.reload_end_s[slot])

@@ -32,7 +32,7 @@ _AIM_FIELDS = (
     "player", "tick", "time_s", "seq", "yaw_deg", "pitch_deg", "recoil_pitch_deg", "recoil_yaw_deg",
     "server_punch_pitch_deg", "server_punch_yaw_deg", "buttons", "weapon", "weapon_switch", "stance", "on_ground",
     "speed_m_s", "target", "target_angle_deg", "target_distance_m", "hidden_target", "hidden_angle_deg",
-    "phantom", "phantom_angle_deg", "view_time_s",
+    "phantom", "phantom_angle_deg", "view_time_s", "crosshair_target", "fire_ready",
 )
 if tuple(f.name for f in fields(AimSample)) != _AIM_FIELDS or hasattr(AimSample, "__post_init__"):  # pragma: no cover
     raise AssertionError("AimSample changed: update server.aim_samples.append_aim_samples and _aim_sample")
@@ -91,11 +91,13 @@ def aim_kernels(
 def append_aim_samples(
     round_: Round, commands: TickCommands, wpn: WeaponState, tick: int, now_s: float, events: list[Any],
     phantoms: Phantoms | None = None, world: WorldState | None = None, view_s: np.ndarray | None = None,
+    crosshair: tuple[list[int | None], list[bool]] | None = None,
 ) -> None:
     """The round's AimSamples (server time ``now_s``, s) onto ``events``, each also kept as its
     session's ``last_aim``; with ``phantoms`` and ``world`` (the round applied), each names the
     phantom the player's client was drawing and the angle from its view to it: at ``view_s``
-    (the round's rewind times, s), or where the phantoms are now if None."""
+    (the round's rewind times, s), or where the phantoms are now if None. ``crosshair``: per
+    command, its probed crosshair target and weapon readiness (``probe_crosshairs``), else None."""
     a, b = round_.start, round_.stop
     slots = commands.slots[a:b]
     if phantoms is not None and world is not None and (view_s is not None or phantoms.shown.any()):
@@ -107,20 +109,24 @@ def append_aim_samples(
     speed, angle, distance, hidden_angle, target_slot, stance, hidden_slot, on_ground = (
         column[a:b] for column in commands.aim
     )
+    if crosshair is None:
+        on, ready = [None] * (b - a), [None] * (b - a)
+    else:
+        on, ready = crosshair
     make = _aim_sample
     # Column lists, not a list per row: every list is a container the garbage collector
     # counts, and a tick makes ~190 samples.
     c = commands
     for (session, seq, yaw, pitch, rp, ry, buttons, switch, pp, py, sp, ang, dst, tgt, held, st, ground, hid,
-         hang, ph, phang, vt) in zip(
+         hang, ph, phang, vt, xt, fr) in zip(
         round_.sessions, c.seq[a:b], c.view_yaw[a:b], c.view_pitch[a:b], c.recoil_pitch[a:b], c.recoil_yaw[a:b],
         c.buttons[a:b], c.switch[a:b], wpn.punch_pitch_deg[slots].tolist(), wpn.punch_yaw_deg[slots].tolist(),
         speed, angle, distance, target_slot, wpn.weapon[slots].tolist(), stance, on_ground, hidden_slot,
-        hidden_angle, phantom, phantom_angle, c.view_time[a:b], strict=True,
+        hidden_angle, phantom, phantom_angle, c.view_time[a:b], on, ready, strict=True,
     ):
         sample = make(
             session.slot, tick, now_s, seq, yaw, pitch, rp, ry, pp, py, buttons, held, switch, st, ground, sp,
-            tgt if tgt >= 0 else None, ang, dst, hid if hid >= 0 else None, hang, ph, phang, vt,
+            tgt if tgt >= 0 else None, ang, dst, hid if hid >= 0 else None, hang, ph, phang, vt, xt, fr,
         )
         session.last_aim = sample
         events.append(sample)

@@ -116,6 +116,27 @@ class PhantomConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class CrosshairProbeConfig:
+    """Which commands get a crosshair probe.
+
+    Attributes:
+        enabled: cast the probe (off: every AimSample's ``crosshair_target`` is None).
+        cone_deg: cast when the nearest visible enemy is within this angle of the view (deg), at
+            its un-rewound chest: 45 deg covers a target that moved 2.4 m (0.4 s at 6 m/s) since
+            the client drew it, from 3 m away.
+        near_m: ... or nearer than this (m), where a rewind can move a target by more than that.
+    """
+
+    enabled: bool = True
+    cone_deg: float = 45.0
+    near_m: float = 5.0
+
+    def __post_init__(self) -> None:
+        if not (0.0 <= self.cone_deg <= 180.0) or not self.near_m >= 0.0:
+            raise ValueError("crosshair probe: cone_deg in [0, 180] and near_m >= 0")
+
+
+@dataclass(frozen=True, slots=True)
 class ServerConfig:
     """Everything the server core needs besides the map.
 
@@ -137,6 +158,7 @@ class ServerConfig:
             rest for later ticks or drops them (counted), so a flood cannot grow the work.
         max_queued_commands: commands kept per client awaiting their tick (older ones dropped).
         history_s: seconds of lag-compensation history kept (1..10 s; Source keeps 1 s).
+        crosshair: which commands get the lag-compensated crosshair probe (``server.crosshair_probe``).
     """
 
     tick_rate_hz: int = 64
@@ -164,6 +186,7 @@ class ServerConfig:
     visibility: VisibilityConfig = field(default_factory=VisibilityConfig)
     bait: BaitConfig = field(default_factory=BaitConfig)
     phantom: PhantomConfig = field(default_factory=PhantomConfig)
+    crosshair: CrosshairProbeConfig = field(default_factory=CrosshairProbeConfig)
     protocol: ProtocolLimits = field(default_factory=ProtocolLimits)
     handshake: HandshakeConfig = field(default_factory=HandshakeConfig)
     rate_limit: RateLimitConfig = field(default_factory=RateLimitConfig)

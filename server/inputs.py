@@ -19,6 +19,7 @@ from physics.validation import Verdict
 from server import protocol as proto
 from server.aim_samples import aim_kernels, append_aim_samples
 from server.core_state import CoreState, send, vec3
+from server.crosshair_probe import probe_crosshairs
 from server.input_kernel import round_to_world
 from server.session import ClientSession
 from server.shots import PendingShot, fire, latency_s
@@ -246,6 +247,8 @@ def apply_round(core: CoreState, round_: Round, commands: TickCommands, now_s: f
             for i in live.tolist():
                 if pressed[a + i]:
                     core.weapons.note_crouch_presses(slots[i : i + 1], float(commands.times[a + i]))
+    # Before the weapon actions: the crosshair as it was when the command could fire.
+    crosshair = probe_crosshairs(core, round_, commands, now_s)
     pending: list[PendingShot] = []
     for i in round_.acting:
         session, cmd = round_.sessions[i], commands.command(a + i)
@@ -259,7 +262,8 @@ def apply_round(core: CoreState, round_: Round, commands: TickCommands, now_s: f
             if p is not None:
                 pending.append(p)
     view_s = phantom_view_times(core, slots, commands.view_time[a:b], now_s) if core.phantoms.active else None
-    append_aim_samples(round_, commands, core.weapons, core.tick, now_s, core._tick_events, core.phantoms, w, view_s)
+    append_aim_samples(round_, commands, core.weapons, core.tick, now_s, core._tick_events, core.phantoms, w, view_s,
+                       crosshair)
     return pending
 
 

@@ -28,10 +28,10 @@ from server.session import ClientSession
 from world.hitbox import Bone
 from world.weapons import WEAPONS, WeaponId
 
-_MAX_RANGE_M = {int(w): spec.max_range_m for w, spec in WEAPONS.items()}
+MAX_RANGE_M = {int(w): spec.max_range_m for w, spec in WEAPONS.items()}
+"""Weapon range (m) by plain int id: constructing the WeaponId enum per ray cost more than the lookup."""
 _REWIND_COUNTERS = tuple(f"rewind_{d.value}" for d in DECISIONS)
 """``core.counters`` key of each rewind decision code (read by the metrics endpoint)."""
-"""Weapon range (m) by plain int id: constructing the WeaponId enum per ray cost more than the lookup."""
 
 
 @dataclass(slots=True)
@@ -152,7 +152,7 @@ def resolve_shots(core: CoreState, pending: list[PendingShot], now_s: float) -> 
         origin=origin,
         direction=np.concatenate(direction),
         time_s=time_list,
-        max_range=[_MAX_RANGE_M[w] for w in weapon_ids],
+        max_range=[MAX_RANGE_M[w] for w in weapon_ids],
         weapon=weapon_ids,
         pellet=[k for _, k in rows] + [0] * (2 * n_probed),
     )

@@ -7,6 +7,7 @@ import pytest
 
 from anticheat.detector import Detector
 from server import protocol as proto
+from server.config import CrosshairProbeConfig
 from server.handshake import SessionCredentials
 from server.rate_limit import ClientRateLimiter, RateLimitConfig
 from server.replay_window import ReplayWindow
@@ -15,8 +16,8 @@ from tests.server_harness import ScriptedClient, arena_map, make_core, place, ru
 from world.weapons import WeaponId
 
 
-def _two_players(game_map=None, pipeline=None):
-    core = make_core(game_map)
+def _two_players(game_map=None, pipeline=None, **overrides):
+    core = make_core(game_map, **overrides)
     core.pipeline = pipeline
     a = ScriptedClient("alice", ("127.0.0.1", 5001))
     b = ScriptedClient("bob", ("127.0.0.1", 5002))
@@ -155,25 +156,31 @@ def test_nan_claims_never_enter_state() -> None:
 
 
 class _ShotLog(Detector):
-    """A detector that keeps every ShotResult it is fed."""
+    """A detector that keeps every ShotResult and AimSample it is fed."""
 
     name = "shotlog"
 
     def __init__(self) -> None:
         self.shots: list = []
+        self.aims: list = []
 
     def on_shot(self, shot, skip):  # type: ignore[no-untyped-def]
         self.shots.append(shot)
         return ()
 
+    def on_aim(self, sample, skip):  # type: ignore[no-untyped-def]
+        self.aims.append(sample)
+        return ()
 
-def _armed_duel():
-    """Alice 15 m west of Bob, facing him with a ready pistol; a pipeline keeps every ShotResult."""
+
+def _armed_duel(**overrides):
+    """Alice 15 m west of Bob, facing him with a ready pistol; a pipeline keeps every ShotResult
+    and AimSample. ``overrides``: ServerConfig fields."""
     from anticheat.pipeline import DetectionPipeline
     from anticheat.skip import SkipBook
 
     log = _ShotLog()
-    core, a, b = _two_players(pipeline=DetectionPipeline([log], SkipBook()))
+    core, a, b = _two_players(pipeline=DetectionPipeline([log], SkipBook()), **overrides)
     place(core, a.slot, (10.0, 30.0), 0.0, a)
     place(core, b.slot, (25.0, 30.0), 180.0, b)
     weapon_ready(core, a.slot, int(WeaponId.PISTOL))
@@ -210,6 +217,48 @@ def test_first_contact_tells_whether_the_crosshair_was_already_on_the_victim() -
     assert [fc for y, fc in fired if y == 60.0] == [None, None]
     # Shots without claims carry no claimed victim position.
     assert all(s.claimed_victim_pos is None for s in log.shots)
+
+
+def test_the_crosshair_probe_names_whom_each_command_aimed_at_and_whether_it_could_fire() -> None:
+    """Every command's AimSample says whom its crosshair met (lag-compensated, as the command's
+    shot would be) and whether the weapon could fire then: on Bob, off him by 30 deg, and on him
+    again; the pistol not ready for its fire interval after a shot, ready again after it."""
+    core, log, a, b = _armed_duel()
+    shot = proto.Shot(cmd_seq=0, weapon=int(WeaponId.PISTOL), yaw_deg=0.0, pitch_deg=-1.5, view_time_s=0.0)
+    fired_at: list[int] = []
+
+    def script(c: ScriptedClient, now: float) -> bytes:
+        if c is b:
+            core.world.health[b.slot] = 100.0
+            return c.command(now, yaw=180.0)
+        k = core.tick % 100
+        yaw = 0.0 if k < 40 else 30.0 if k < 70 else 0.0
+        if k == 20:
+            fired_at.append(core.tick + 1)  # applied on the next tick
+            return c.command(now, yaw=yaw, pitch=-1.5, buttons=1,
+                             shots=(shot._replace(yaw_deg=yaw, view_time_s=now - 0.1),))
+        return c.command(now, yaw=yaw, pitch=-1.5)
+
+    log.aims.clear()
+    run_ticks(core, [a, b], 250, script)
+    mine = {s.tick: s for s in log.aims if s.player == a.slot}
+    assert len(fired_at) == 2 and all(t in mine for t in fired_at)
+    for t in fired_at:
+        # The command that fired was on Bob and ready; the next one, a tick later, on him but not
+        # ready (the pistol's 0.6 s interval); 0.7 s later ready again.
+        assert mine[t].crosshair_target == b.slot and mine[t].fire_ready is True
+        assert mine[t + 1].crosshair_target == b.slot and mine[t + 1].fire_ready is False
+        assert mine[t + 45].fire_ready is True
+    # 30 deg off (k 40-69): the crosshair is on nobody.
+    off = [s for tick, s in mine.items() if 45 <= (tick - 1) % 100 < 69]
+    assert off and all(s.crosshair_target is None for s in off)
+    on = [s for tick, s in mine.items() if 75 <= (tick - 1) % 100 < 100 or 1 <= (tick - 1) % 100 < 39]
+    assert on and all(s.crosshair_target == b.slot for s in on)
+    # Bob faces Alice throughout.
+    assert {s.crosshair_target for s in log.aims if s.player == b.slot} == {a.slot}
+    # The probe switched off: no targets, readiness still told.
+    core2, log2, a2, b2 = _armed_duel(crosshair=CrosshairProbeConfig(enabled=False))
+    assert log2.aims and all(s.crosshair_target is None and s.fire_ready is not None for s in log2.aims)
 
 
 def test_shots_of_one_tick_kill_in_order_and_each_kill_sees_the_world_of_its_ray() -> None:

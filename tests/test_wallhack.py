@@ -83,10 +83,10 @@ def _sample(t: float, yaw: float, *, hidden: int | None = None, hidden_deg: floa
 def test_codec_round_trips_the_hidden_fields_and_decodes_records_from_before_them() -> None:
     sample = _sample(1.0, 10.0, hidden=3, hidden_deg=2.5, target=4, target_deg=7.0)
     record = encode_event(sample)
-    assert record[-5:] == [3, 2.5, None, 180.0, None]
+    assert record[-7:-2] == [3, 2.5, None, 180.0, None]
     assert decode_event(record) == sample
     assert decode_event(encode_event(_sample(1.0, 10.0))) == _sample(1.0, 10.0)
-    old = record[:-5]  # an AimSample as recorded before the hidden (phantom, view time) fields existed
+    old = record[:-7]  # an AimSample as recorded before the hidden (phantom, view time, crosshair) fields existed
     decoded = decode_event(old)
     assert decoded.hidden_target is None and decoded.hidden_angle_deg == 180.0 and decoded.view_time_s is None
     assert dataclasses.replace(decoded, hidden_target=3, hidden_angle_deg=2.5) == sample
