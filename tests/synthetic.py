@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from anticheat.events import AimSample, RewindDecision, ShotClaim, ShotResult
 
 
@@ -42,3 +44,20 @@ def make_aim(seq: int, *, player: int = 1, t: float | None = None, yaw: float = 
         server_punch_yaw_deg=server[1], buttons=buttons, weapon=weapon, weapon_switch=0, stance=0,
         on_ground=True, speed_m_s=0.0, target=None, target_angle_deg=180.0, target_distance_m=0.0,
     )
+
+
+def _contact_cmd(seq: int, on: int | None, *, fire: bool = False) -> AimSample:
+    return dataclasses.replace(make_aim(seq, buttons=int(fire)), crosshair_target=on, fire_ready=True)
+
+
+def contact_samples(pattern: str, start: int = 1, distance_m: float = 10.0) -> list[AimSample]:
+    """Per character a crosshair contact: off the player, then onto it; 'T' fires on the contact,
+    '.' does not fire at all."""
+    out: list[AimSample] = []
+    seq = start
+    for c in pattern:
+        out.append(dataclasses.replace(_contact_cmd(seq, None), target_distance_m=distance_m))
+        out.append(dataclasses.replace(_contact_cmd(seq + 1, 5, fire=c == "T"), target_distance_m=distance_m))
+        out.append(dataclasses.replace(_contact_cmd(seq + 2, 5), target_distance_m=distance_m))
+        seq += 3
+    return out

@@ -25,3 +25,12 @@ def test_every_movement_and_bustaim_kind_has_its_own_sentence() -> None:
     assert explain("movement", "speed", 9.0, {"limit": "n/a"}).startswith("The server's movement check")
     assert "55%" in explain("movement", "speed", 7.75, {"limit": 5.0, "count": 3, "window_s": 10.0})
     assert explain("newdetector", "odd", float("nan"), {}) == "The newdetector detector found odd."
+
+
+def test_backtrack_and_takes_say_which_evidence_decided() -> None:
+    clock = explain("fire", "backtrack", 0.45, {"rule": "view_clock", "behind_clock": 2, "of": 8, "behind_s": 0.21})
+    assert "2 of the last 8 shots" in clock and "210 ms older than the frame" in clock
+    latency = explain("fire", "backtrack", 0.45, {"rule": "latency", "stale": 5, "of": 8, "behind_s": 0.0})
+    assert "5 of the last 8" in latency and "450 ms" in latency
+    takes = explain("trigger", "takes", 0.9, {"taken": 18, "opportunities": 20})
+    assert "18 of 20 times (90%)" in takes

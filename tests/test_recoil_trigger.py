@@ -8,7 +8,7 @@ import math
 import pytest
 
 from anticheat.detectors.fire import FireDetector
-from anticheat.detectors.recoil import RecoilDetector
+from anticheat.detectors.recoil import RecoilConfig, RecoilDetector
 from anticheat.detectors.trigger import (
     LOG_LR,
     TAIL_SLOPE,
@@ -70,6 +70,44 @@ def test_no_kick_no_judgement_and_spawn_clears() -> None:
     assert spray(det, skip, 20, report_scale=0.0) == []
     det.on_spawn(SpawnEvent(player=1, tick=500, time_s=8.0), skip)
     assert spray(det, skip, 20, report_scale=0.0, start=600) == []
+
+
+def test_a_refused_shot_suspends_judgement_until_the_kick_has_recovered() -> None:
+    """An honest client fires on the tick it dies: the server refuses the shot, the client's punch
+    carries that shot's kick on top of the server's until the server's punch has recovered, and
+    those reports are not held against it. A no-recoil report after the recovery still is."""
+    from anticheat.events import FireEvidence, FireKind
+
+    def after_refusal(det: RecoilDetector, skip: SkipBook, start: int, extra: float) -> list[Detection]:
+        det.on_fire(FireEvidence(player=1, tick=start, time_s=start / 64.0, weapon=SMG, kind=FireKind.DEAD,
+                                 interval_s=0.11, allowed_s=0.1), skip)
+        out: list[Detection] = []
+        # The server's punch recovers from 3 deg by 0.1 deg a command; the client's runs 1.5 deg ahead.
+        for i in range(40):
+            server = max(3.0 - 0.1 * i, 0.0)
+            out += det.on_aim(make_aim(start + i, reported=(server + extra, 0.0), server=(server, 0.0), weapon=SMG), skip)
+        return out
+
+    det = RecoilDetector()
+    skip = book()
+    assert after_refusal(det, skip, 1, 1.5) == []
+    assert det.skip_counts()["refused_shot"] == 26  # 3.0 down to 0.5 deg
+    assert spray(det, skip, 40, report_scale=1.0, start=100) == []
+    assert det.scores(1)["recoil_report"] == 0.0
+    # Without the grace the 26 surplus reports are mismatches, and honest spraying after them
+    # fills the ring: a detection of an honest player.
+    fresh = RecoilDetector(dataclasses.replace(RecoilConfig(), refusal_grace_s=0.0))
+    assert after_refusal(fresh, skip, 1, 1.5) == []
+    assert [d.kind for d in spray(fresh, skip, 40, report_scale=1.0, start=100)] == ["recoil_report"]
+    # The grace lasts at most refusal_grace_s: a client that keeps the kick up (spraying) is
+    # judged again after it, and a no-recoil report then is detected.
+    det2 = RecoilDetector()
+    det2.on_fire(FireEvidence(player=1, tick=1, time_s=1 / 64.0, weapon=SMG, kind=FireKind.RELOADING,
+                              interval_s=0.0, allowed_s=0.1), skip)
+    found = spray(det2, skip, 200, report_scale=0.0)
+    assert found and found[0].time_s > 1.0
+    with pytest.raises(ValueError):
+        RecoilConfig(refusal_grace_s=-1.0)
 
 
 def test_bad_link_is_skipped() -> None:

@@ -47,6 +47,20 @@ Kind (detector ``trigger``):
 
 - ``on_target``: the CUSUM reached h: the player's shots have been on target, on first contact
   and in follow-ups, far more often than any honest skill's.
+- ``takes``: a second CUSUM, over crosshair-entry opportunities (``trigger_takes``: the server's
+  lag-compensated probe of every command's crosshair), reached ``takes_threshold``: the player
+  fired within a command of its crosshair coming onto a player, weapon ready and trigger not held,
+  nearly every time. Measured on ``lab/trig1`` (``referee lab corpus trigger --seed 560000``: 12
+  ten-minute matches, 20.0 honest player-hours of every skill and link, 24 triggerbot
+  engagements; ``referee lab takes lab/trig1``): honest players take 0.15-0.24 of their
+  opportunities (the most of the four skills per band: 0.19, 0.24, 0.20, 0.18), triggerbots
+  0.90-0.93; an honest player meets about 2,300 opportunities an hour, a triggerbot in play about
+  900. ``TAKE_LLR`` is ln of those rates' ratios (taken, and not taken). Under an i.i.d. honest
+  model the CUSUM's false alarms per hour are at most the opportunity rate times exp(-h) (Lorden):
+  2,300 exp(-16) = 1 per 3,900 player-hours at h = 16. The measured honest peaks (120
+  player-matches, highest 8.5; 17 reached 6, 2 reached 8) fall by e per 1.05 units, which puts
+  one per 1,000 player-hours near 13: h = 16 is the larger of the two with a margin.
+  Opportunities of players whose link is skipped are not judged, as for shots.
 
 Only pellet 0 is judged; shots of weapons on the skip list, or by players whose link is bad, are
 not observed (they still count as the previous shot of the next one).
@@ -61,6 +75,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from anticheat.detector import NO_DETECTIONS, NO_SCORES, Detector, over_limit
+from anticheat.detectors.trigger_takes import Opportunity, TakeTracker
 from anticheat.events import AimSample, Detection, ShotResult
 from anticheat.skip import SkipBook
 from anticheat.tolerances import searched
@@ -68,7 +83,7 @@ from world.weapons import WEAPONS
 
 log = logging.getLogger(__name__)
 
-__all__ = ["LOG_LR", "RANGE_BANDS_M", "TriggerConfig", "TriggerDetector", "shot_category"]
+__all__ = ["LOG_LR", "RANGE_BANDS_M", "TAKE_LLR", "TriggerConfig", "TriggerDetector", "shot_category"]
 
 RANGE_BANDS_M: tuple[float, ...] = (15.0, 30.0, 50.0)
 """Upper bounds (m) of the first range bands; beyond the last (or no visible enemy): the last band."""
@@ -89,6 +104,17 @@ TAIL_SLOPE = 0.415
 """The honest peak tail: player-matches per honest player-hour whose CUSUM peak reached x is
 exp(TAIL_LOG_RATE - TAIL_SLOPE * x) (fit on ``lab/train5`` and three session corpora, x = 6..21)."""
 
+TAKE_LLR: tuple[tuple[float, float], ...] = (
+    (-2.42, 1.58),
+    (-2.20, 1.36),
+    (-2.11, 1.51),
+    (-2.30, 1.64),
+)
+"""Per range band (of ``RANGE_BANDS_M``: the nearest visible enemy's distance at the entry), the
+log-likelihood ratio of an opportunity not taken and taken, triggerbots against the honest skill
+that takes the most: ln((1 - t) / (1 - h)) and ln(t / h), t and h measured on ``lab/trig1``
+(``referee lab takes``)."""
+
 _WEAPON_INTERVAL_S = {int(w): spec.fire_interval_s for w, spec in WEAPONS.items()}
 
 
@@ -102,12 +128,15 @@ class TriggerConfig:
         prompt_slack_s: a shot is "prompt" within the weapon's fire interval plus this (s): one
             and a half 64 Hz commands.
         follow_s: the previous shot counts as "just before" within this time (s).
+        takes_threshold: the opportunity CUSUM's alarm level (log-LR units; see ``takes`` in the
+            module docstring for how 16 was chosen).
         severity: of the Detection.
     """
 
     false_alarm_player_hours: float = searched(1000.0, 50.0, 1e5)
     prompt_slack_s: float = 1.5 / 64.0
     follow_s: float = 1.0
+    takes_threshold: float = searched(16.0, 8.0, 40.0)
     severity: float = 0.7
 
     def __post_init__(self) -> None:
@@ -115,6 +144,8 @@ class TriggerConfig:
             raise ValueError("trigger: false_alarm_player_hours must be positive")
         if self.threshold <= 0.0:
             raise ValueError("trigger: false_alarm_player_hours too small for a positive threshold")
+        if not self.takes_threshold > 0.0:
+            raise ValueError("trigger: takes_threshold must be positive")
         if self.prompt_slack_s < 0.0 or not self.follow_s > 0.0:
             raise ValueError("trigger: prompt_slack_s >= 0 and follow_s > 0")
 
@@ -152,6 +183,10 @@ class _Player:
     first_contact: int = 0
     last_shot_s: float = -math.inf
     last_on: bool = False
+    takes: float = 0.0
+    takes_peak: float = 0.0
+    opportunities: int = 0
+    taken: int = 0
 
 
 class TriggerDetector(Detector):
@@ -166,6 +201,7 @@ class TriggerDetector(Detector):
         # The last few commands' nearest visible enemy distance, by seq: a shot's command is
         # among the tick's samples, which come before its shots.
         self._ranges: dict[int, deque[tuple[int, float | None]]] = {}
+        self._trackers: dict[int, TakeTracker] = {}
         self.skipped: Counter[str] = Counter()
 
     def skip_counts(self) -> Mapping[str, int]:
@@ -175,21 +211,55 @@ class TriggerDetector(Detector):
     def reset_player(self, player: int) -> None:
         self._players.pop(player, None)
         self._ranges.pop(player, None)
+        self._trackers.pop(player, None)
 
     def scores(self, player: int) -> Mapping[str, float]:
-        """``llr``: the highest CUSUM statistic the player reached against the threshold h
-        (unitless; 1.0 raises an alarm; the statistic restarts after one, the peak is kept)."""
+        """``llr``: the highest shot CUSUM statistic the player reached against the threshold h;
+        ``takes``: the highest opportunity CUSUM statistic against ``takes_threshold`` (unitless;
+        1.0 raises an alarm; each statistic restarts after one, the peak is kept)."""
         st = self._players.get(player)
         if st is None:
             return NO_SCORES
-        return {"llr": over_limit(st.peak, self._h)}
+        return {"llr": over_limit(st.peak, self._h), "takes": over_limit(st.takes_peak, self.config.takes_threshold)}
 
     def on_aim(self, sample: AimSample, skip: SkipBook) -> Sequence[Detection]:
         ring = self._ranges.get(sample.player)
         if ring is None:
             ring = self._ranges[sample.player] = deque(maxlen=8)
         ring.append((sample.seq, sample.target_distance_m if sample.target is not None else None))
-        return NO_DETECTIONS
+        if sample.fire_ready is None:
+            return NO_DETECTIONS  # recorded before the crosshair probe
+        tracker = self._trackers.get(sample.player)
+        if tracker is None:
+            tracker = self._trackers[sample.player] = TakeTracker()
+        out: list[Detection] = []
+        for opportunity in tracker.feed(sample):
+            out += self._judge_opportunity(opportunity, sample, skip)
+        return out
+
+    def _judge_opportunity(self, opp: Opportunity, sample: AimSample, skip: SkipBook) -> list[Detection]:
+        reason = skip.player_reason(opp.player)
+        if reason is not None:
+            self.skipped[reason.value] += 1
+            return []
+        st = self._players.get(opp.player)
+        if st is None:
+            st = self._players[opp.player] = _Player()
+        st.opportunities += 1
+        st.taken += opp.taken
+        st.takes = max(0.0, st.takes + TAKE_LLR[range_band(opp.distance_m)][opp.taken])
+        st.takes_peak = max(st.takes_peak, st.takes)
+        h = self.config.takes_threshold
+        if st.takes < h:
+            return []
+        n, taken, peak = st.opportunities, st.taken, st.takes
+        st.takes = 0.0
+        st.opportunities = st.taken = 0
+        log.info("trigger: player %d took %d of %d crosshair contacts", opp.player, taken, n)
+        return [Detection(player=opp.player, tick=sample.tick, time_s=sample.time_s, detector=self.name,
+                          kind="takes", value=taken / n, severity=self.config.severity,
+                          reason=f"Takes-{taken}/{n}",
+                          evidence={"taken": taken, "opportunities": n, "cusum": peak, "threshold": h})]
 
     def _range_of(self, player: int, seq: int) -> float | None:
         for s, dist in reversed(self._ranges.get(player, ())):

@@ -67,6 +67,9 @@ EXPLANATIONS: dict[str, Sentence] = {
     "fire:afk_ghost": lambda v, ev: (
         f"Claimed hits on a spot {v:.1f} m from any player (shooting where nobody was)."),
     "fire:backtrack": lambda v, ev: (
+        f"Shot at where players had been earlier than its own client was showing: {ev.get('behind_clock', '?')} "
+        f"of the last {ev.get('of', '?')} shots claimed a view {_ms(_num(ev, 'behind_s'))} older than the frame "
+        "the client had drawn (backtrack)." if ev.get("rule") == "view_clock" else
         f"Shot at where players had been earlier than the connection explains: {ev.get('stale', '?')} of the "
         f"last {ev.get('of', '?')} shots looked back {_ms(v)} (backtrack)."),
     # recoil and trigger
@@ -76,6 +79,10 @@ EXPLANATIONS: dict[str, Sentence] = {
     "trigger:on_target": lambda v, ev: (
         f"Fired almost only when the crosshair was already on a player: {ev.get('on_target', '?')} of "
         f"{ev.get('shots', '?')} shots ({v * 100:.0f}%). A triggerbot fires exactly then."),
+    "trigger:takes": lambda v, ev: (
+        f"Fired within a frame of the crosshair touching a player {ev.get('taken', '?')} of "
+        f"{ev.get('opportunities', '?')} times ({v * 100:.0f}%); people let most such moments pass. A triggerbot "
+        "takes them all."),
     "aimsnap:locked_flick": lambda v, ev: (
         f"The view jumped {_num(ev, 'turn_deg'):.0f} degrees in a single command and landed "
         f"{_num(ev, 'on_target_deg'):.1f} degrees from an enemy, {ev.get('flicks_in_window', '?')} times within "

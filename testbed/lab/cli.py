@@ -11,6 +11,7 @@
     referee lab fidelity DIR [--jobs N] [--json]   (honest bots against real-player figures)
     referee lab trigger-table DIR [--jobs N] [--tail-from X] [--honest DIR]... [--json]  (triggerbot constants)
     referee lab baits DIR... [--jobs N] [--json]   (AimDetect bait shots, counted or aimed before the kill)
+    referee lab takes DIR... [--jobs N] [--json]   (crosshair contacts taken: the trigger detector's takes table)
     referee lab export DIR OUTDIR        (every table as Parquet)
     referee lab sql DIR "SELECT ..."     (read-only SQL over the corpus)
 
@@ -44,8 +45,8 @@ def add_lab_parser(sub: Any) -> None:
     """Add ``lab`` and its subcommands to the ``referee`` parser's subparsers."""
     lab = sub.add_parser("lab", help="the tuning lab: corpora, metrics with intervals, tolerance search, report",
                          description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    cmds = lab.add_subparsers(dest="lab_command", required=True, metavar="{corpus,rerun,tune,report,goals,calibrate,train-aimdetect,fidelity,trigger-table,baits,export,"
-                               "sql}")
+    cmds = lab.add_subparsers(dest="lab_command", required=True, metavar="{corpus,rerun,tune,report,goals,calibrate,train-aimdetect,fidelity,trigger-table,baits,takes,"
+                               "export,sql}")
 
     corpus = cmds.add_parser("corpus", help="play a spec's labelled matches into a corpus directory (resumable)")
     from testbed.lab.spec import builtin_spec_names
@@ -145,6 +146,13 @@ def add_lab_parser(sub: Any) -> None:
     baits.add_argument("--jobs", type=positive_int, default=1, help="worker processes decoding streams (1)")
     baits.add_argument("--json", action="store_true", help="print the figures as one JSON object")
 
+    takes = cmds.add_parser("takes", help="crosshair contacts per stratum and range band and how many were taken "
+                            "(fired on within a command): the trigger detector's TAKE_LLR, its honest peaks and "
+                            "the triggerbots' alarm times")
+    takes.add_argument("dirs", nargs="+", metavar="DIR", help="corpora recorded with the crosshair probe, pooled")
+    takes.add_argument("--jobs", type=positive_int, default=1, help="worker processes decoding streams (1)")
+    takes.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+
     sql = cmds.add_parser("sql", help="run a read-only SQL query over the corpus")
     sql.add_argument("dir")
     sql.add_argument("query")
@@ -157,7 +165,7 @@ def run_lab(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     handler = {"corpus": _corpus, "rerun": _rerun, "tune": _tune, "report": _report, "goals": _goals,
                "calibrate": _calibrate, "train-aimdetect": _train_aimdetect, "export": _export,
                "sql": _sql, "fidelity": _fidelity, "trigger-table": _trigger_table,
-               "baits": _baits}[args.lab_command]
+               "baits": _baits, "takes": _takes}[args.lab_command]
     try:
         return handler(args, out, err)
     except duckdb.IOException as exc:
@@ -728,4 +736,57 @@ def _sql(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         _console(out).print(table)
     finally:
         store.close()
+    return 0
+
+
+def _takes(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    import dataclasses
+    import math
+
+    import numpy as np
+
+    from anticheat.detectors.trigger import TriggerConfig
+    from testbed.lab.takes import corpus_opportunities, measure_takes
+    from testbed.lab.trigger_table import band_label
+
+    players = []
+    for k, directory in enumerate(args.dirs):
+        store = _open_read(directory)
+        try:
+            found = corpus_opportunities(store, jobs=args.jobs,
+                                         on_match=lambda d, t, name=directory: err.write(f"\r{name}: decoded {d}/{t} streams"))
+        finally:
+            store.close()
+            err.write("\n")
+        # Match ids of further corpora are offset so that player-matches stay apart.
+        players += [dataclasses.replace(p, match_id=p.match_id + k * 1_000_000) for p in found]
+    m = measure_takes(players, TriggerConfig().takes_threshold)
+    if not any(c[:, 0].sum() for c in m.counts.values()):
+        raise LabError(f"no crosshair contacts in {', '.join(args.dirs)}: recorded before the crosshair probe?")
+    if args.json:
+        out.write(json.dumps({"dirs": args.dirs, **m.to_json()}) + "\n")
+        return 0
+    console = Console(file=out, width=80)
+    t = Table(title=f"Crosshair contacts taken: {', '.join(args.dirs)}", title_justify="left")
+    t.add_column("stratum", no_wrap=True)
+    for band in range(len(m.table)):
+        t.add_column(band_label(band), justify="right")
+    for stratum in sorted(m.counts, key=lambda s: (not s.startswith("honest:"), s)):
+        c = m.counts[stratum]
+        t.add_row(stratum, *(f"{c[b, 1] / c[b, 0]:.2f} /{c[b, 0]}" if c[b, 0] else "-" for b in range(len(m.table))))
+    console.print(t)
+    console.print("rate taken / contacts (fired on within a command)")
+    console.print("TAKE_LLR per band, not taken/taken: " + "  ".join(f"{a:+.2f}/{b:+.2f}" for a, b in m.table))
+    if m.measured is not None:
+        console.print("measured here:                      " + "  ".join(f"{a:+.2f}/{b:+.2f}" for a, b in m.measured))
+    peaks = np.array(m.honest_peaks)
+    n = len(peaks)
+    console.print(f"honest: {n} player-matches, {m.honest_hours:.1f} h; CUSUM peaks: highest "
+                  f"{(peaks.max() if n else 0.0):.1f}, " + ", ".join(f">= {x}: {int((peaks >= x).sum())}" for x in (4, 6, 8, 10, 12))
+                  + f" (threshold {m.threshold:g})")
+    times = sorted(math.inf if f is None else f for _, _, _, f in m.triggerbots)
+    if times:
+        console.print(f"triggerbots: {len(times)}; at the threshold within 60 s {sum(x <= 60 for x in times)}, "
+                      f"within 120 s {sum(x <= 120 for x in times)}; median {np.median(times):.0f} s, "
+                      f"slowest {times[-1]:.0f} s")
     return 0
