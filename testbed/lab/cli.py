@@ -776,17 +776,18 @@ def _takes(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         t.add_row(stratum, *(f"{c[b, 1] / c[b, 0]:.2f} /{c[b, 0]}" if c[b, 0] else "-" for b in range(len(m.table))))
     console.print(t)
     console.print("rate taken / contacts (fired on within a command)")
-    console.print("TAKE_LLR per band, not taken/taken: " + "  ".join(f"{a:+.2f}/{b:+.2f}" for a, b in m.table))
+    console.print("TAKE_LLR per band, not taken/taken:")
+    console.print("  shipped   " + "  ".join(f"{a:+.2f}/{b:+.2f}" for a, b in m.table))
     if m.measured is not None:
-        console.print("measured here:                      " + "  ".join(f"{a:+.2f}/{b:+.2f}" for a, b in m.measured))
+        console.print("  measured  " + "  ".join(f"{a:+.2f}/{b:+.2f}" for a, b in m.measured))
     peaks = np.array(m.honest_peaks)
     n = len(peaks)
-    console.print(f"honest: {n} player-matches, {m.honest_hours:.1f} h; CUSUM peaks: highest "
-                  f"{(peaks.max() if n else 0.0):.1f}, " + ", ".join(f">= {x}: {int((peaks >= x).sum())}" for x in (4, 6, 8, 10, 12))
-                  + f" (threshold {m.threshold:g})")
+    console.print(f"honest: {n} player-matches, {m.honest_hours:.1f} h; CUSUM peaks (threshold {m.threshold:g}):")
+    console.print(f"  highest {(peaks.max() if n else 0.0):.1f}; "
+                  + ", ".join(f">= {x}: {int((peaks >= x).sum())}" for x in (4, 6, 8, 10, 12)))
     times = sorted(math.inf if f is None else f for _, _, _, f in m.triggerbots)
     if times:
         console.print(f"triggerbots: {len(times)}; at the threshold within 60 s {sum(x <= 60 for x in times)}, "
-                      f"within 120 s {sum(x <= 120 for x in times)}; median {np.median(times):.0f} s, "
-                      f"slowest {times[-1]:.0f} s")
+                      f"within 120 s {sum(x <= 120 for x in times)};")
+        console.print(f"  median {np.median(times):.0f} s, slowest {times[-1]:.0f} s")
     return 0
