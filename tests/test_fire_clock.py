@@ -74,7 +74,10 @@ def _play(lagging: bool, every: int = 7) -> tuple[_Recording, int, int]:
                 weapon_ready(core, client.slot, int(WeaponId.ASSAULT_RIFLE))
             firing = sent % every == 0
             shots = (proto.Shot(0, int(WeaponId.ASSAULT_RIFLE), 0.0, 0.0, now - 0.05),) if firing else ()
-            core.receive(client.address, client.command(now, buttons=_FIRE if firing else 0, shots=shots), now - 0.001)
+            # The command's frame is the one its shot was aimed in (a shot claiming an older view
+            # than its own command's is backtrack).
+            core.receive(client.address, client.command(now, buttons=_FIRE if firing else 0, shots=shots,
+                                                        view_time_s=now - 0.05), now - 0.001)
         client.deliver(core.step(now))
     return fire, int(core.by_slot[client.slot].shots_fired), int(core.rejections.get("shot_too_soon", 0))
 
