@@ -20,20 +20,20 @@ from __future__ import annotations
 import numpy as np
 
 from lagcomp.hitreg import ShotBatch, eye_positions, register_shots
-from lagcomp.rewind_policy import rewind_times
 from server.core_state import CoreState
-from server.shots import MAX_RANGE_M, crosshairs, latency_s
+from server.shots import MAX_RANGE_M, crosshairs
 from server.tick_commands import Round, TickCommands
 
 __all__ = ["probe_crosshairs"]
 
 
-def probe_crosshairs(core: CoreState, round_: Round, commands: TickCommands,
-                     now_s: float) -> tuple[list[int | None], list[bool]]:
+def probe_crosshairs(core: CoreState, round_: Round, commands: TickCommands, now_s: float,
+                     rewind_s: np.ndarray | None) -> tuple[list[int | None], list[bool]]:
     """Per command of ``round_`` (its movement applied, its weapon actions not yet): the slot its
     crosshair ray meets with the world rewound to the command's rewind time (None: nobody, a wall
     first, or not probed), and whether its held weapon was ready to fire at the command's clock.
-    Server time ``now_s`` (s)."""
+    Server time ``now_s`` (s); ``rewind_s``: the round's rewind times (s, ``rewind_view_times``),
+    None only when the probe is off."""
     a, b = round_.start, round_.stop
     n = b - a
     slots = commands.slots[a:b]
@@ -43,7 +43,7 @@ def probe_crosshairs(core: CoreState, round_: Round, commands: TickCommands,
     ready = (wpn.ready(slots, commands.times[a:b]) & live).tolist()
     targets: list[int | None] = [None] * n
     cfg = core.config.crosshair
-    if not cfg.enabled or not round_.live.size:
+    if not cfg.enabled or rewind_s is None or not round_.live.size:
         return targets, ready
     angle, distance, target = commands.aim[1][a:b], commands.aim[2][a:b], commands.aim[4][a:b]
     held = wpn.weapon[slots].tolist()
@@ -57,9 +57,7 @@ def probe_crosshairs(core: CoreState, round_: Round, commands: TickCommands,
     pitch_punch, yaw_punch = wpn.punch_pitch_deg[probed].tolist(), wpn.punch_yaw_deg[probed].tolist()
     aims = [(commands.view_yaw[a + i], commands.view_pitch[a + i], pp, py)
             for i, pp, py in zip(rows, pitch_punch, yaw_punch, strict=True)]
-    latency = np.array([latency_s(core, s) for s in probed.tolist()])
-    view = np.array([commands.view_time[a + i] for i in rows], dtype=np.float64)
-    times, _ = rewind_times(now_s, latency, view, core.config.rewind)
+    times = rewind_s[idx]
     weapons = [held[i] for i in rows]
     batch = ShotBatch.build(shooter=probed, origin=eye, direction=crosshairs(aims), time_s=times,
                             max_range=[MAX_RANGE_M[wid] for wid in weapons], weapon=weapons, pellet=0)

@@ -247,8 +247,12 @@ def apply_round(core: CoreState, round_: Round, commands: TickCommands, now_s: f
             for i in live.tolist():
                 if pressed[a + i]:
                     core.weapons.note_crouch_presses(slots[i : i + 1], float(commands.times[a + i]))
+    # The rewind times depend on the link and the claims only: one computation serves the
+    # crosshair probe and the phantom angles.
+    view_s = (rewind_view_times(core, slots, commands.view_time[a:b], now_s)
+              if core.phantoms.active or core.config.crosshair.enabled else None)
     # Before the weapon actions: the crosshair as it was when the command could fire.
-    crosshair = probe_crosshairs(core, round_, commands, now_s)
+    crosshair = probe_crosshairs(core, round_, commands, now_s, view_s)
     pending: list[PendingShot] = []
     for i in round_.acting:
         session, cmd = round_.sessions[i], commands.command(a + i)
@@ -261,17 +265,16 @@ def apply_round(core: CoreState, round_: Round, commands: TickCommands, now_s: f
             p = fire(core, session, cmd, shot, t_cmd, now_s)
             if p is not None:
                 pending.append(p)
-    view_s = phantom_view_times(core, slots, commands.view_time[a:b], now_s) if core.phantoms.active else None
-    append_aim_samples(round_, commands, core.weapons, core.tick, now_s, core._tick_events, core.phantoms, w, view_s,
-                       crosshair)
+    append_aim_samples(round_, commands, core.weapons, core.tick, now_s, core._tick_events, core.phantoms, w,
+                       view_s if core.phantoms.active else None, crosshair)
     return pending
 
 
-def phantom_view_times(core: CoreState, slots: np.ndarray, view_time_s: list[float], now_s: float) -> np.ndarray:
+def rewind_view_times(core: CoreState, slots: np.ndarray, view_time_s: list[float], now_s: float) -> np.ndarray:
     """The server time (s) each command's client was drawing, as lag compensation rewinds a shot
     to it (the claimed ``view_time_s`` if it agrees with the measured round trip, else the
     estimate, never more than ``max_unlag_s`` back): the phantom that client drew is the one its
-    aim is judged against."""
+    aim is judged against, and the world its crosshair is probed in."""
     latency = np.array([latency_s(core, s) for s in slots.tolist()])
     times, _ = rewind_times(now_s, latency, np.asarray(view_time_s, dtype=np.float64), core.config.rewind)
     return times

@@ -20,3 +20,26 @@ def build_tiny_corpus(directory: Path, spec_toml: str, source: str) -> Path:
         store.close()
     assert report.played == 1
     return directory
+
+
+def one_cheat_spec(name: str, seed: int, profile: str, *, duration_s: float = 60.0, map_name: str = "open") -> str:
+    """A one-match spec's TOML: three honest players (average, high, pro) on a 30 ms link and one
+    cheater of ``profile``, for ``duration_s`` seconds on ``map_name``."""
+    return f"""
+name = "{name}"
+duration_s = {duration_s}
+maps = ["{map_name}"]
+seed = {seed}
+honest_per_match = 3
+cheaters_per_match = 1
+honest_player_hours = 0.0
+cheater_engagements = 1
+skills = ["average", "high", "pro"]
+
+[[links]]
+name = "lan"
+ping_ms = 30.0
+
+[[cheats]]
+profile = "{profile}"
+"""

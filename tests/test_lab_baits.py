@@ -19,7 +19,7 @@ from anticheat.events import KillEvent, SessionEvent
 from testbed.cli import main
 from testbed.lab.baits import BaitShot, corpus_bait_shots, groups, stream_bait_shots
 from testbed.lab.store import open_store
-from tests.lab_corpora import build_tiny_corpus
+from tests.lab_corpora import build_tiny_corpus, one_cheat_spec
 from tests.synthetic import make_shot
 
 
@@ -81,24 +81,7 @@ def test_groups_count_per_truth_with_hours_and_weapons() -> None:
     assert got["wallhack"].shots == 0
 
 
-SPEC = """
-name = "baits-tiny"
-duration_s = 60.0
-maps = ["open"]
-seed = 32100
-honest_per_match = 3
-cheaters_per_match = 1
-honest_player_hours = 0.0
-cheater_engagements = 1
-skills = ["average", "high", "pro"]
-
-[[links]]
-name = "lan"
-ping_ms = 30.0
-
-[[cheats]]
-profile = "lock_aimbot"
-"""
+SPEC = one_cheat_spec("baits-tiny", 32100, "lock_aimbot")
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from anticheat.detectors.trigger import TAKE_LLR, TriggerConfig
 from anticheat.events import ConnectionSample, SessionEvent
 from testbed.cli import main
 from testbed.lab.takes import PlayerOpportunities, measure_takes, stream_opportunities
-from tests.lab_corpora import build_tiny_corpus
+from tests.lab_corpora import build_tiny_corpus, one_cheat_spec
 from tests.synthetic import contact_samples
 
 
@@ -50,24 +50,7 @@ def test_measure_runs_the_cusum_per_player() -> None:
     assert m.measured is None  # bands 1-3 have no contacts
 
 
-SPEC = """
-name = "takes-tiny"
-duration_s = 90.0
-maps = ["corridors"]
-seed = 32200
-honest_per_match = 3
-cheaters_per_match = 1
-honest_player_hours = 0.0
-cheater_engagements = 1
-skills = ["average", "high", "pro"]
-
-[[links]]
-name = "lan"
-ping_ms = 30.0
-
-[[cheats]]
-profile = "triggerbot"
-"""
+SPEC = one_cheat_spec("takes-tiny", 32200, "triggerbot", duration_s=90.0, map_name="corridors")
 
 
 @pytest.fixture(scope="module")

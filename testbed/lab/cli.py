@@ -747,7 +747,7 @@ def _takes(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     from anticheat.detectors.trigger import TriggerConfig
     from testbed.lab.takes import corpus_opportunities, measure_takes
-    from testbed.lab.trigger_table import band_label
+    from testbed.lab.trigger_table import EXTRA_MATCH_OFFSET, band_label
 
     players = []
     for k, directory in enumerate(args.dirs):
@@ -759,7 +759,7 @@ def _takes(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             store.close()
             err.write("\n")
         # Match ids of further corpora are offset so that player-matches stay apart.
-        players += [dataclasses.replace(p, match_id=p.match_id + k * 1_000_000) for p in found]
+        players += [dataclasses.replace(p, match_id=p.match_id + k * EXTRA_MATCH_OFFSET) for p in found]
     m = measure_takes(players, TriggerConfig().takes_threshold)
     if not any(c[:, 0].sum() for c in m.counts.values()):
         raise LabError(f"no crosshair contacts in {', '.join(args.dirs)}: recorded before the crosshair probe?")

@@ -19,18 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from anticheat.detectors.trigger import RANGE_BANDS_M, TAKE_LLR, range_band
+from anticheat.detectors.trigger import TAKE_LLR, range_band
 from anticheat.detectors.trigger_takes import TakeTracker
 from anticheat.events import AimSample, ConnectionSample, SessionEvent
 from anticheat.skip import SkipBook
 from testbed.lab.store import LabStore
 from testbed.lab.stream_map import map_streams, stream_events
-from testbed.lab.trigger_table import RATE_FLOOR, TRIGGERBOT_PROFILES
+from testbed.lab.trigger_table import BANDS, HONEST_PREFIX, RATE_FLOOR, TRIGGERBOT_PROFILES
 
 __all__ = ["TakeMeasurement", "corpus_opportunities", "measure_takes", "stream_opportunities", "take_table"]
-
-BANDS = len(RANGE_BANDS_M) + 1
-HONEST_PREFIX = "honest:"
 
 
 def stream_opportunities(events: Iterable[object]) -> Iterator[tuple[str, float, int, bool]]:
@@ -87,8 +84,7 @@ def corpus_opportunities(store: LabStore, *, jobs: int = 1,
     return [PlayerOpportunities(info[k][0], k[0], k[1], info[k][2], tuple(r)) for k, r in sorted(rows.items())]
 
 
-def take_table(players: Sequence[PlayerOpportunities],
-               triggerbots: Sequence[str] = TRIGGERBOT_PROFILES) -> dict[str, np.ndarray]:
+def take_table(players: Sequence[PlayerOpportunities]) -> dict[str, np.ndarray]:
     """Per stratum, (BANDS, 2) counts: opportunities and taken per band."""
     out: dict[str, np.ndarray] = {}
     for p in players:
@@ -158,7 +154,7 @@ def measure_takes(players: Sequence[PlayerOpportunities], threshold: float,
                   table: tuple[tuple[float, float], ...] = TAKE_LLR,
                   triggerbots: Sequence[str] = TRIGGERBOT_PROFILES) -> TakeMeasurement:
     """The take table, honest peaks and triggerbot alarm times of ``players`` under ``table``."""
-    counts = take_table(players, triggerbots)
+    counts = take_table(players)
     peaks, trig = [], []
     hours = 0.0
     for p in players:
