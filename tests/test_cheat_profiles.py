@@ -27,6 +27,7 @@ from bots.cheats import (
     Speedhack,
     Teleport,
     Triggerbot,
+    TriggerbotParams,
     Wallhack,
 )
 from bots.cheats.targeting import (
@@ -416,6 +417,36 @@ def test_triggerbot_fires_exactly_when_the_crosshair_is_on_an_enemy(game_map: Ga
     hooks.shots([shot_of(1, yaw, pitch, 1.0)], p, rng())
     out = hooks.intent(replace(p, tick=p.tick + 1), Intent(yaw_deg=on[0], pitch_deg=on[1]), rng())
     assert not out.buttons & FIRE
+
+
+def test_a_delayed_triggerbot_waits_out_each_contact_and_fires_only_if_still_on(
+        game_map: GameMap, geometry: MapGeometry, nav: NavGraph) -> None:
+    client = make_bot("triggerbot", game_map, geometry, nav, params={"delay_s": 0.05})
+    hooks = client.hooks
+    assert isinstance(hooks, Triggerbot)
+    feed(client, [[(1, ALIVE, (20.0, 20.0, 0.0), 180.0)]] * 2)
+    p = perceive(client, (5.0, 20.0, 0.0), 1.0)
+    on = head_angles(client, p, 1)
+    on_intent, off_intent = Intent(yaw_deg=on[0], pitch_deg=on[1]), Intent(yaw_deg=on[0] + 8.0, pitch_deg=on[1])
+
+    def at(k: int, intent: Intent) -> bool:
+        return bool(hooks.intent(replace(p, tick=p.tick + k, now_s=(p.tick + k) * DT), intent, rng()).buttons & FIRE)
+
+    # Contact at tick 0: held for 0.05 s (3.2 ticks at 64 Hz), then FIRE.
+    assert [at(k, on_intent) for k in range(5)] == [False, False, False, False, True]
+    # Off the target, then back on: the delay starts again from the new contact.
+    assert not at(5, off_intent) and hooks.on_target is None
+    assert [at(k, on_intent) for k in range(6, 11)] == [False, False, False, False, True]
+    # A contact shorter than the delay passes without a shot.
+    assert not at(11, off_intent) and not any(at(k, on_intent) for k in (12, 13)) and not at(14, off_intent)
+    # A per-contact draw: the delay lies in [delay_s, delay_s + spread).
+    spread = make_bot("triggerbot", game_map, geometry, nav, params={"delay_s": 0.05, "delay_spread_s": 0.1})
+    assert isinstance(spread.hooks, Triggerbot)
+    feed(spread, [[(1, ALIVE, (20.0, 20.0, 0.0), 180.0)]] * 2)
+    spread.hooks.intent(perceive(spread, (5.0, 20.0, 0.0), 1.0), on_intent, rng())
+    assert 0.05 <= spread.hooks.contact_delay_s < 0.15
+    with pytest.raises(ValueError):
+        TriggerbotParams(delay_s=-0.01)
 
 
 # ------------------------------------------------------------------------------------ no recoil
