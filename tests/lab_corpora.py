@@ -22,9 +22,11 @@ def build_tiny_corpus(directory: Path, spec_toml: str, source: str) -> Path:
     return directory
 
 
-def one_cheat_spec(name: str, seed: int, profile: str, *, duration_s: float = 60.0, map_name: str = "open") -> str:
+def one_cheat_spec(name: str, seed: int, profile: str, *, duration_s: float = 60.0, map_name: str = "open",
+                   label: str = "", params: str = "") -> str:
     """A one-match spec's TOML: three honest players (average, high, pro) on a 30 ms link and one
-    cheater of ``profile``, for ``duration_s`` seconds on ``map_name``."""
+    cheater of ``profile`` (labelled ``label``, with ``params`` as TOML lines of its table), for
+    ``duration_s`` seconds on ``map_name``."""
     return f"""
 name = "{name}"
 duration_s = {duration_s}
@@ -42,4 +44,4 @@ ping_ms = 30.0
 
 [[cheats]]
 profile = "{profile}"
-"""
+""" + (f'label = "{label}"\n' if label else "") + (f"[cheats.params]\n{params}\n" if params else "")

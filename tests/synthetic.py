@@ -61,3 +61,19 @@ def contact_samples(pattern: str, start: int = 1, distance_m: float = 10.0) -> l
         out.append(dataclasses.replace(_contact_cmd(seq + 2, 5), target_distance_m=distance_m))
         seq += 3
     return out
+
+
+def delayed_contact_samples(delays: list[int | None], start: int = 1, distance_m: float = 10.0) -> list[AimSample]:
+    """Per delay a crosshair contact: off the player, then onto it for ``delay`` commands more with
+    FIRE on the last (delay 0: on the entry command); None: on it for three commands, no FIRE."""
+    out: list[AimSample] = []
+    seq = start
+    for delay in delays:
+        out.append(dataclasses.replace(_contact_cmd(seq, None), target_distance_m=distance_m))
+        seq += 1
+        on = 3 if delay is None else delay + 1
+        for k in range(on):
+            fire = delay is not None and k == delay
+            out.append(dataclasses.replace(_contact_cmd(seq, 5, fire=fire), target_distance_m=distance_m))
+            seq += 1
+    return out

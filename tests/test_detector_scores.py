@@ -721,7 +721,7 @@ def test_pipeline_prefixes_every_detectors_scores() -> None:
     want |= {f"trigger:{k}": v for k, v in trigger.scores(bustaim_t.SHOOTER).items()}
     assert scores == want
     assert set(want) == {"bustaim:continuous_shots", "bustaim:out_of_range", "bustaim:proaim_teleport",
-                         "bustaim:random_aim", "trigger:llr", "trigger:takes"}
+                         "bustaim:random_aim", "trigger:llr", "trigger:takes", "trigger:delay"}
     assert scores["bustaim:random_aim"] == pytest.approx(7 / 6)
     # The broken detector is skipped and counted, like an error in a hook.
     assert pipe.stats().errors == {"broken": 2}

@@ -61,6 +61,23 @@ Kind (detector ``trigger``):
   player-matches, highest 8.5; 17 reached 6, 2 reached 8) fall by e per 1.05 units, which puts
   one per 1,000 player-hours near 13: h = 16 is the larger of the two with a margin.
   Opportunities of players whose link is skipped are not judged, as for shots.
+- ``delay``: one of a bank of CUSUMs, one per delay range of ``DELAY_RANGES``, reached
+  ``delay_threshold``: the player's first shots on contacts (``trigger_delays``: commands from the
+  crosshair coming onto a player to the first FIRE) have fallen in one narrow range far more
+  often than any honest skill's, the mark of a triggerbot with a reaction delay (which
+  ``on_target`` and ``takes`` do not see: its shots are not on first contact, and it lets pass
+  every contact shorter than its delay). Measured on ``lab/trig1`` (``referee lab delays``):
+  honest players fire 50 % of their first shots on the contact's first command and another 26 % on
+  the next; no skill puts more than 9 % of them (per band) in 5-7 commands, or 4 % in any later
+  3-command range, while a bot with a fixed delay puts 80-86 % of them on one command and one
+  with a delay drawn from 60-180 ms 86 % within 5-10 commands (``lab/trigd0``). ``DELAY_LLR`` contrasts a share of 0.9 in the range
+  with the highest honest skill's. The threshold comes from the bound that holds for any player
+  whose shares are no higher than those (each step's likelihood ratio then has mean at most 1):
+  at most exp(-h) alarms per judged first shot and CUSUM. With 7 CUSUMs and at most 1,000 first
+  shots an hour (an honest pro: 670-980) that is one false alarm per 1,000 player-hours at h = 16
+  (ln 7e6 = 15.8). The measured honest peaks on ``lab/trig1`` stay far below (highest 10.1 of 120
+  player-matches). A player who holds fire lends no evidence either way, so a cautious human is
+  not suspect for waiting; one whose reaction times varied by under a command would be.
 
 Only pellet 0 is judged; shots of weapons on the skip list, or by players whose link is bad, are
 not observed (they still count as the previous shot of the next one).
@@ -72,9 +89,10 @@ import logging
 import math
 from collections import Counter, deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from anticheat.detector import NO_DETECTIONS, NO_SCORES, Detector, over_limit
+from anticheat.detectors.trigger_delays import DELAY_RANGES, DelayTracker, FirstFire, in_ranges
 from anticheat.detectors.trigger_takes import Opportunity, TakeTracker
 from anticheat.events import AimSample, Detection, ShotResult
 from anticheat.skip import SkipBook
@@ -83,7 +101,7 @@ from world.weapons import WEAPONS
 
 log = logging.getLogger(__name__)
 
-__all__ = ["LOG_LR", "RANGE_BANDS_M", "TAKE_LLR", "TriggerConfig", "TriggerDetector", "shot_category"]
+__all__ = ["DELAY_LLR", "LOG_LR", "RANGE_BANDS_M", "TAKE_LLR", "TriggerConfig", "TriggerDetector", "shot_category"]
 
 RANGE_BANDS_M: tuple[float, ...] = (15.0, 30.0, 50.0)
 """Upper bounds (m) of the first range bands; beyond the last (or no visible enemy): the last band."""
@@ -115,6 +133,17 @@ log-likelihood ratio of an opportunity not taken and taken, triggerbots against 
 that takes the most: ln((1 - t) / (1 - h)) and ln(t / h), t and h measured on ``lab/trig1``
 (``referee lab takes``)."""
 
+DELAY_LLR: tuple[tuple[tuple[float, float], ...], ...] = (
+    ((-1.97, 1.17), (-2.20, 2.26), (-2.27, 3.29), (-2.27, 3.40), (-2.27, 3.40), (-2.18, 2.04), (-2.22, 2.47)),
+    ((-2.05, 1.40), (-2.23, 2.58), (-2.27, 3.25), (-2.27, 3.40), (-2.27, 3.40), (-2.19, 2.18), (-2.25, 2.79)),
+    ((-2.09, 1.55), (-2.23, 2.54), (-2.27, 3.40), (-2.27, 3.40), (-2.27, 3.40), (-2.21, 2.29), (-2.27, 3.20)),
+    ((-2.18, 2.02), (-2.27, 3.40), (-2.27, 3.40), (-2.27, 3.40), (-2.27, 3.40), (-2.27, 3.40), (-2.27, 3.40)),
+)
+"""Per range band, per delay range of ``DELAY_RANGES``, the log-likelihood ratio of a first shot on
+a contact outside and inside the range: a triggerbot delayed into the range (``CHEAT_SHARE`` 0.9 of
+its first shots there) against the honest skill with the most first shots there (measured on
+``lab/trig1``, ``referee lab delays``)."""
+
 _WEAPON_INTERVAL_S = {int(w): spec.fire_interval_s for w, spec in WEAPONS.items()}
 
 
@@ -130,6 +159,8 @@ class TriggerConfig:
         follow_s: the previous shot counts as "just before" within this time (s).
         takes_threshold: the opportunity CUSUM's alarm level (log-LR units; see ``takes`` in the
             module docstring for how 16 was chosen).
+        delay_threshold: the alarm level of each delay-range CUSUM (log-LR units; see ``delay``
+            in the module docstring).
         severity: of the Detection.
     """
 
@@ -137,6 +168,7 @@ class TriggerConfig:
     prompt_slack_s: float = 1.5 / 64.0
     follow_s: float = 1.0
     takes_threshold: float = searched(16.0, 8.0, 40.0)
+    delay_threshold: float = searched(16.0, 6.0, 40.0)
     severity: float = 0.7
 
     def __post_init__(self) -> None:
@@ -144,8 +176,8 @@ class TriggerConfig:
             raise ValueError("trigger: false_alarm_player_hours must be positive")
         if self.threshold <= 0.0:
             raise ValueError("trigger: false_alarm_player_hours too small for a positive threshold")
-        if not self.takes_threshold > 0.0:
-            raise ValueError("trigger: takes_threshold must be positive")
+        if not (self.takes_threshold > 0.0 and self.delay_threshold > 0.0):
+            raise ValueError("trigger: takes_threshold and delay_threshold must be positive")
         if self.prompt_slack_s < 0.0 or not self.follow_s > 0.0:
             raise ValueError("trigger: prompt_slack_s >= 0 and follow_s > 0")
 
@@ -187,6 +219,10 @@ class _Player:
     takes_peak: float = 0.0
     opportunities: int = 0
     taken: int = 0
+    delays: list[float] = field(default_factory=lambda: [0.0] * len(DELAY_RANGES))
+    delay_peak: float = 0.0
+    first_fires: int = 0
+    in_range: list[int] = field(default_factory=lambda: [0] * len(DELAY_RANGES))
 
 
 class TriggerDetector(Detector):
@@ -202,6 +238,7 @@ class TriggerDetector(Detector):
         # among the tick's samples, which come before its shots.
         self._ranges: dict[int, deque[tuple[int, float | None]]] = {}
         self._trackers: dict[int, TakeTracker] = {}
+        self._delay_trackers: dict[int, DelayTracker] = {}
         self.skipped: Counter[str] = Counter()
 
     def skip_counts(self) -> Mapping[str, int]:
@@ -212,15 +249,19 @@ class TriggerDetector(Detector):
         self._players.pop(player, None)
         self._ranges.pop(player, None)
         self._trackers.pop(player, None)
+        self._delay_trackers.pop(player, None)
 
     def scores(self, player: int) -> Mapping[str, float]:
         """``llr``: the highest shot CUSUM statistic the player reached against the threshold h;
-        ``takes``: the highest opportunity CUSUM statistic against ``takes_threshold`` (unitless;
-        1.0 raises an alarm; each statistic restarts after one, the peak is kept)."""
+        ``takes``: the highest opportunity CUSUM statistic against ``takes_threshold``; ``delay``:
+        the highest of the delay-range CUSUMs against ``delay_threshold`` (unitless; 1.0 raises an
+        alarm; each statistic restarts after one, the peak is kept)."""
         st = self._players.get(player)
         if st is None:
             return NO_SCORES
-        return {"llr": over_limit(st.peak, self._h), "takes": over_limit(st.takes_peak, self.config.takes_threshold)}
+        cfg = self.config
+        return {"llr": over_limit(st.peak, self._h), "takes": over_limit(st.takes_peak, cfg.takes_threshold),
+                "delay": over_limit(st.delay_peak, cfg.delay_threshold)}
 
     def on_aim(self, sample: AimSample, skip: SkipBook) -> Sequence[Detection]:
         ring = self._ranges.get(sample.player)
@@ -235,7 +276,46 @@ class TriggerDetector(Detector):
         out: list[Detection] = []
         for opportunity in tracker.feed(sample):
             out += self._judge_opportunity(opportunity, sample, skip)
+        delays = self._delay_trackers.get(sample.player)
+        if delays is None:
+            delays = self._delay_trackers[sample.player] = DelayTracker()
+        first = delays.feed(sample)
+        if first is not None:
+            out += self._judge_first_fire(first, sample, skip)
         return out
+
+    def _judge_first_fire(self, first: FirstFire, sample: AimSample, skip: SkipBook) -> list[Detection]:
+        reason = skip.player_reason(first.player)
+        if reason is not None:
+            self.skipped[reason.value] += 1
+            return []
+        st = self._players.get(first.player)
+        if st is None:
+            st = self._players[first.player] = _Player()
+        st.first_fires += 1
+        row = DELAY_LLR[range_band(first.distance_m)]
+        h = self.config.delay_threshold
+        alarm = None
+        for r, ((out_llr, in_llr), inside) in enumerate(zip(row, in_ranges(first.delay_commands), strict=True)):
+            st.in_range[r] += inside
+            st.delays[r] = max(0.0, st.delays[r] + (in_llr if inside else out_llr))
+            st.delay_peak = max(st.delay_peak, st.delays[r])
+            if alarm is None and st.delays[r] >= h:
+                alarm = r
+        if alarm is None:
+            return []
+        n, inside, peak = st.first_fires, st.in_range[alarm], st.delays[alarm]
+        lo, hi = DELAY_RANGES[alarm]
+        st.delays = [0.0] * len(DELAY_RANGES)
+        st.in_range = [0] * len(DELAY_RANGES)
+        st.first_fires = 0
+        log.info("trigger: player %d fired %d of %d first shots %d-%d commands into the contact",
+                 first.player, inside, n, lo, hi)
+        return [Detection(player=first.player, tick=sample.tick, time_s=sample.time_s, detector=self.name,
+                          kind="delay", value=inside / n, severity=self.config.severity,
+                          reason=f"Delay-{lo}-{hi}-{inside}/{n}",
+                          evidence={"in_range": inside, "first_shots": n, "range_commands": [lo, hi],
+                                    "cusum": peak, "threshold": h})]
 
     def _judge_opportunity(self, opp: Opportunity, sample: AimSample, skip: SkipBook) -> list[Detection]:
         reason = skip.player_reason(opp.player)

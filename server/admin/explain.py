@@ -30,6 +30,14 @@ def _pct_over(value: float, limit: float) -> str:
     return f"{(value / limit - 1.0) * 100.0:.0f}%" if limit > 0 else "far"
 
 
+def _range_ms(commands: object) -> str:
+    """A delay range in commands ([lo, hi]) as milliseconds at 64 commands a second."""
+    if isinstance(commands, (list, tuple)) and len(commands) == 2:
+        lo, hi = (_num({"x": c}, "x") for c in commands)
+        return f"{lo * 1000 / 64:.0f}-{hi * 1000 / 64:.0f} ms"
+    return "a fixed time"
+
+
 def _ms(seconds: float) -> str:
     return f"{seconds * 1000.0:.0f} ms"
 
@@ -83,6 +91,10 @@ EXPLANATIONS: dict[str, Sentence] = {
         f"Fired within a frame of the crosshair touching a player {ev.get('taken', '?')} of "
         f"{ev.get('opportunities', '?')} times ({v * 100:.0f}%); people let most such moments pass. A triggerbot "
         "takes them all."),
+    "trigger:delay": lambda v, ev: (
+        f"Fired its first shot {_range_ms(ev.get('range_commands'))} after the crosshair touched a player in "
+        f"{ev.get('in_range', '?')} of {ev.get('first_shots', '?')} contacts ({v * 100:.0f}%); a person's reaction "
+        "time varies far more from one contact to the next. A triggerbot set to a reaction delay fires at it."),
     "aimsnap:locked_flick": lambda v, ev: (
         f"The view jumped {_num(ev, 'turn_deg'):.0f} degrees in a single command and landed "
         f"{_num(ev, 'on_target_deg'):.1f} degrees from an enemy, {ev.get('flicks_in_window', '?')} times within "

@@ -12,6 +12,7 @@
     referee lab trigger-table DIR [--jobs N] [--tail-from X] [--honest DIR]... [--json]  (triggerbot constants)
     referee lab baits DIR... [--jobs N] [--json]   (AimDetect bait shots, counted or aimed before the kill)
     referee lab takes DIR... [--jobs N] [--json]   (crosshair contacts taken: the trigger detector's takes table)
+    referee lab delays DIR... [--jobs N] [--json]  (contact-to-shot delays: the trigger detector's delay table)
     referee lab export DIR OUTDIR        (every table as Parquet)
     referee lab sql DIR "SELECT ..."     (read-only SQL over the corpus)
 
@@ -45,7 +46,7 @@ def add_lab_parser(sub: Any) -> None:
     """Add ``lab`` and its subcommands to the ``referee`` parser's subparsers."""
     lab = sub.add_parser("lab", help="the tuning lab: corpora, metrics with intervals, tolerance search, report",
                          description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    cmds = lab.add_subparsers(dest="lab_command", required=True, metavar="{corpus,rerun,tune,report,goals,calibrate,train-aimdetect,fidelity,trigger-table,baits,takes,"
+    cmds = lab.add_subparsers(dest="lab_command", required=True, metavar="{corpus,rerun,tune,report,goals,calibrate,train-aimdetect,fidelity,trigger-table,baits,takes,delays,"
                                "export,sql}")
 
     corpus = cmds.add_parser("corpus", help="play a spec's labelled matches into a corpus directory (resumable)")
@@ -153,6 +154,13 @@ def add_lab_parser(sub: Any) -> None:
     takes.add_argument("--jobs", type=positive_int, default=1, help="worker processes decoding streams (1)")
     takes.add_argument("--json", action="store_true", help="print the figures as one JSON object")
 
+    delays = cmds.add_parser("delays", help="first shots on crosshair contacts per stratum, range band and delay "
+                             "range (commands from contact to FIRE): the trigger detector's DELAY_LLR, its honest "
+                             "peaks and the triggerbots' alarm times")
+    delays.add_argument("dirs", nargs="+", metavar="DIR", help="corpora recorded with the crosshair probe, pooled")
+    delays.add_argument("--jobs", type=positive_int, default=1, help="worker processes decoding streams (1)")
+    delays.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+
     sql = cmds.add_parser("sql", help="run a read-only SQL query over the corpus")
     sql.add_argument("dir")
     sql.add_argument("query")
@@ -165,7 +173,7 @@ def run_lab(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     handler = {"corpus": _corpus, "rerun": _rerun, "tune": _tune, "report": _report, "goals": _goals,
                "calibrate": _calibrate, "train-aimdetect": _train_aimdetect, "export": _export,
                "sql": _sql, "fidelity": _fidelity, "trigger-table": _trigger_table,
-               "baits": _baits, "takes": _takes}[args.lab_command]
+               "baits": _baits, "takes": _takes, "delays": _delays}[args.lab_command]
     try:
         return handler(args, out, err)
     except duckdb.IOException as exc:
@@ -739,27 +747,36 @@ def _sql(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
-def _takes(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def _pooled(dirs: list[str], collect: Any, jobs: int, err: TextIO) -> list[Any]:
+    """Every corpus's player-match records from ``collect(store, jobs=, on_match=)``, with the match
+    ids of further corpora offset so that player-matches stay apart."""
     import dataclasses
+
+    from testbed.lab.trigger_table import EXTRA_MATCH_OFFSET
+
+    players: list[Any] = []
+    for k, directory in enumerate(dirs):
+        store = _open_read(directory)
+        try:
+            found = collect(store, jobs=jobs,
+                            on_match=lambda d, t, name=directory: err.write(f"\r{name}: decoded {d}/{t} streams"))
+        finally:
+            store.close()
+            err.write("\n")
+        players += [dataclasses.replace(p, match_id=p.match_id + k * EXTRA_MATCH_OFFSET) for p in found]
+    return players
+
+
+def _takes(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     import math
 
     import numpy as np
 
     from anticheat.detectors.trigger import TriggerConfig
     from testbed.lab.takes import corpus_opportunities, measure_takes
-    from testbed.lab.trigger_table import EXTRA_MATCH_OFFSET, band_label
+    from testbed.lab.trigger_table import band_label
 
-    players = []
-    for k, directory in enumerate(args.dirs):
-        store = _open_read(directory)
-        try:
-            found = corpus_opportunities(store, jobs=args.jobs,
-                                         on_match=lambda d, t, name=directory: err.write(f"\r{name}: decoded {d}/{t} streams"))
-        finally:
-            store.close()
-            err.write("\n")
-        # Match ids of further corpora are offset so that player-matches stay apart.
-        players += [dataclasses.replace(p, match_id=p.match_id + k * EXTRA_MATCH_OFFSET) for p in found]
+    players = _pooled(args.dirs, corpus_opportunities, args.jobs, err)
     m = measure_takes(players, TriggerConfig().takes_threshold)
     if not any(c[:, 0].sum() for c in m.counts.values()):
         raise LabError(f"no crosshair contacts in {', '.join(args.dirs)}: recorded before the crosshair probe?")
@@ -789,5 +806,56 @@ def _takes(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if times:
         console.print(f"triggerbots: {len(times)}; at the threshold within 60 s {sum(x <= 60 for x in times)}, "
                       f"within 120 s {sum(x <= 120 for x in times)};")
+        console.print(f"  median {np.median(times):.0f} s, slowest {times[-1]:.0f} s")
+    return 0
+
+
+def _delays(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    import math
+
+    import numpy as np
+
+    from anticheat.detectors.trigger import TriggerConfig
+    from anticheat.detectors.trigger_delays import DELAY_RANGES
+    from testbed.lab.delays import corpus_first_fires, measure_delays
+    from testbed.lab.trigger_table import band_label
+
+    m = measure_delays(_pooled(args.dirs, corpus_first_fires, args.jobs, err), TriggerConfig().delay_threshold)
+    if not any(c[:, 0].sum() for c in m.counts.values()):
+        raise LabError(f"no first shots on crosshair contacts in {', '.join(args.dirs)}: recorded before the "
+                       "crosshair probe?")
+    if args.json:
+        out.write(json.dumps({"dirs": args.dirs, "ranges": DELAY_RANGES, **m.to_json()}) + "\n")
+        return 0
+    console = Console(file=out, width=80)
+    console.print(f"First shots on crosshair contacts (tb: triggerbot): {', '.join(args.dirs)}")
+    for band in range(len(m.table)):
+        t = Table(title=f"band {band_label(band)}: share of first shots per delay range (commands)",
+                  title_justify="left")
+        t.add_column("stratum", no_wrap=True)
+        t.add_column("n", justify="right")
+        for lo, hi in DELAY_RANGES:
+            t.add_column(f"{lo}-{hi}", justify="right")
+        for stratum in sorted(m.counts, key=lambda s: (not s.startswith("honest:"), s)):
+            c = m.counts[stratum][band]
+            if c[0]:
+                t.add_row(stratum.replace("triggerbot", "tb")[:18], str(c[0]),
+                          *(f"{x / c[0]:.2f}" for x in c[1:]))
+        console.print(t)
+    console.print("DELAY_LLR per band and range (columns as above), outside then inside:")
+    for label, table in (("shipped", m.table), ("measured", m.measured)):
+        if table is not None:
+            for band, row in enumerate(table):
+                console.print(f"  {label:8s} {band} " + " ".join(f"{a:+.1f}{b:+.1f}" for a, b in row))
+    peaks = np.array(m.honest_peaks)
+    n = len(peaks)
+    console.print(f"honest: {n} player-matches, {m.honest_hours:.1f} h; highest CUSUM of the bank "
+                  f"(threshold {m.threshold:g}):")
+    console.print(f"  highest {(peaks.max() if n else 0.0):.1f}; "
+                  + ", ".join(f">= {x}: {int((peaks >= x).sum())}" for x in (4, 6, 8, 10, 12, 14)))
+    times = sorted(math.inf if f is None else f for _, _, _, f in m.triggerbots)
+    if times:
+        console.print(f"triggerbots: {len(times)}; at the threshold within 60 s {sum(x <= 60 for x in times)}, "
+                      f"within 120 s {sum(x <= 120 for x in times)}, within 300 s {sum(x <= 300 for x in times)};")
         console.print(f"  median {np.median(times):.0f} s, slowest {times[-1]:.0f} s")
     return 0

@@ -31,7 +31,8 @@ from testbed.lab.store import LabStore
 __all__ = ["goal_rows", "goals", "pool_goals"]
 
 _SUBTLE_AIM = ("smooth_aimbot", "smooth_aimbot_no_bait")
-_TRIGGER_WALL = ("triggerbot", "triggerbot_no_bait", "wallhack", "wallhack_no_bait")
+_TRIGGER_WALL = ("triggerbot", "wallhack")
+"""Goal 3's profiles: these and their labelled variants (``triggerbot_no_bait``, ``triggerbot_80ms``...)."""
 _STRENGTH = re.compile(r"strength=([0-9.]+)")
 
 
@@ -99,7 +100,7 @@ def goals(store: LabStore, run: str = "base", kill_rates: Mapping[str, Any] | No
     strong = [p for p in profiles if p["profile"] in _SUBTLE_AIM and (_strength(p["param_bin"]) or 0) >= 0.5]
     weak = sorted((p for p in profiles if p["profile"] in _SUBTLE_AIM and (_strength(p["param_bin"]) or 1) < 0.5),
                   key=lambda p: _strength(p["param_bin"]) or 0)
-    trigger_wall = [p for p in profiles if p["profile"] in _TRIGGER_WALL]
+    trigger_wall = [p for p in profiles if p["profile"].startswith(_TRIGGER_WALL)]
     blatant = [p for p in profiles if p["blatant"]]
     kicks = _kick_within(store, run, 60.0)
     out: dict[str, Any] = {
