@@ -54,7 +54,11 @@ class RecoilConfig:
         abs_tolerance_deg, rel_tolerance: a report is a mismatch when it differs from the server's
             punch (pitch and yaw combined, deg) by more than abs + rel * |server punch|.
         ring, min_mismatch: of the last ``ring`` judged commands, ``min_mismatch`` mismatches make a
-            detection (24 of 32: about half a second of spraying, or a few single shots).
+            detection (9 of 12: the recovery after one burst, or after two or three single shots).
+            Measured (``ring`` 8, 12, 16 and 32, with the refusal grace): no honest player-match of
+            any corpus (sessions3-9, train5, heldout3, subtle7, wallhack8, blatant1, trig1-2) ever
+            had a single mismatch in a full ring, while the no-recoil bots of ``lab/blatant1`` fill
+            one in 2-61 s of play (median 5 s at 12; the ring of 32 took up to 35 s where 12 takes 14).
         refusal_grace_s: after a refused shot, commands are not judged until one comes with the
             server's punch below ``min_punch_deg``, for at most this long (s, server time).
         cooldown_s: at most one Detection per player per this many seconds.
@@ -64,8 +68,8 @@ class RecoilConfig:
     min_punch_deg: float = 0.5
     abs_tolerance_deg: float = 0.25
     rel_tolerance: float = 0.3
-    ring: int = 32
-    min_mismatch: int = searched(24, 8, 32)
+    ring: int = 12
+    min_mismatch: int = searched(9, 3, 12)
     refusal_grace_s: float = 1.0
     cooldown_s: float = 10.0
     severity: float = 0.8
