@@ -49,11 +49,11 @@ def _match_one() -> MatchRows:
 
 def _match_two() -> MatchRows:
     """Honest h3 (2 h, nothing); smooth aimbot s2 (strength 0.5, found at 50 s), s3 (strength
-    0.25, never found); wallhack w1 (found at 90 s); speed hack b2 (found at 45 s, KICK at 70 s)."""
+    0.25, never found); wallhack w1 (labelled wallhack_radar, found at 90 s); speed hack b2 (found at 45 s, KICK at 70 s)."""
     players = [_player(2, "h3", "honest", 2 * H),
                _player(2, "s2", "smooth_aimbot", 600.0, param_bin="strength=0.5"),
                _player(2, "s3", "smooth_aimbot", 600.0, param_bin="strength=0.25"),
-               _player(2, "w1", "wallhack", 600.0),
+               _player(2, "w1", "wallhack_radar", 600.0),  # a labelled variant still counts for goal 3
                _player(2, "b2", "speedhack", 600.0, blatant=True)]
     detections = [_det(2, "s2", 50.0, "aimdetect", "aimbot"), _det(2, "w1", 90.0, "wallhack", "phantom"),
                   _det(2, "b2", 45.0, "movement", "speed")]
