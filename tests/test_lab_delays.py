@@ -25,16 +25,18 @@ RANGES = ((2, 4), (5, 7), (5, 10))
 
 
 def test_counts_and_table_by_hand() -> None:
-    rows = tuple((float(i), 0, d) for i, d in enumerate([0, 0, 1, 3, 6, 9, 0, 0, 1, 20]))
+    # Delay None: a pull off target, in no range.
+    rows = tuple((float(i), 0, d) for i, d in enumerate([0, 0, 1, 3, 6, 9, None, 0, 1, 20]))
     honest = PlayerFirstFires("honest:pro", 0, "h", 3600.0, rows)
     bot = PlayerFirstFires("triggerbot_80ms", 0, "c", 600.0, tuple((float(i), 0, 6) for i in range(4)))
     counts = delay_counts([honest, bot], RANGES)
-    assert counts["honest:pro"][0].tolist() == [10, 1, 1, 2]
-    assert counts["triggerbot_80ms"][0].tolist() == [4, 0, 4, 4]
+    # Pulls, off target, then per range.
+    assert counts["honest:pro"][0].tolist() == [10, 1, 1, 1, 2]
+    assert counts["triggerbot_80ms"][0].tolist() == [4, 0, 0, 4, 4]
     # Bands without honest first shots: no table.
     assert delay_llr_table(counts) is None
     for band in range(1, 4):
-        counts["honest:pro"][band] = [10, 1, 0, 2]
+        counts["honest:pro"][band] = [10, 5, 1, 0, 2]
     table = delay_llr_table(counts, cheat_share=0.9, floor=0.03)
     assert table is not None
     # Band 0, range 2-4: h = 0.1; range 5-10: h = 0.2. Band 1, range 5-7: h floored at 0.03.
@@ -75,14 +77,14 @@ def test_the_command_tabulates_the_corpus(corpus: Path) -> None:
     bot = np.array(got["counts"]["triggerbot_80ms"]).sum(axis=0)
     honest = sum(np.array(v).sum(axis=0) for k, v in got["counts"].items() if k.startswith("honest:"))
     assert bot[0] >= 5 and honest[0] >= 20
-    r57 = 1 + ranges.index((5, 7))
+    r57 = 2 + ranges.index((5, 7))
     # The bot's first shots sit 5-7 commands into the contact; honest players' mostly do not.
     assert bot[r57] / bot[0] > 0.7 > 0.2 > honest[r57] / honest[0]
     assert got["threshold"] == TriggerConfig().delay_threshold
     out = io.StringIO()
     assert main(["lab", "delays", str(corpus)], stdout=out, stderr=io.StringIO()) == 0
     text = out.getvalue()
-    assert "tb_80ms" in text and max(len(line) for line in text.splitlines()) <= 80
+    assert "tb_80ms" in text and "off" in text and max(len(line) for line in text.splitlines()) <= 80
 
 
 def test_a_missing_corpus_is_a_one_line_error(tmp_path: Path) -> None:

@@ -18,8 +18,8 @@ def _cmd(seq: int, on: int | None, *, fire: bool = False, ready: bool = True) ->
                                target_distance_m=20.0)
 
 
-def _run(commands: list[AimSample]) -> list[tuple[int, int, int]]:
-    """(entry seq, target, delay) of every first shot, in order."""
+def _run(commands: list[AimSample]) -> list[tuple[int, int | None, int | None]]:
+    """(entry seq, target, delay) of every trigger pull, in order."""
     tracker = DelayTracker()
     out = []
     for c in commands:
@@ -39,8 +39,11 @@ def test_the_first_fire_while_the_crosshair_stays_on_gives_the_delay() -> None:
 
 
 def test_contacts_left_unshot_broken_or_too_long_give_nothing() -> None:
-    # Left without a shot, then a shot off the target.
-    assert _run([_cmd(1, None), _cmd(2, 5), _cmd(3, 5), _cmd(4, None), _cmd(5, None, fire=True)]) == []
+    # Left without a shot, then a shot off the target: a pull off target, no delay.
+    assert _run([_cmd(1, None), _cmd(2, 5), _cmd(3, 5), _cmd(4, None), _cmd(5, None, fire=True)]) == [(5, None, None)]
+    # But not with the trigger held from the command before, or the weapon not ready.
+    assert _run([_cmd(1, None), _cmd(2, None, fire=True), _cmd(3, None, fire=True)]) == [(2, None, None)]
+    assert _run([_cmd(1, None), _cmd(2, None, fire=True, ready=False)]) == []
     # A gap in the sequence.
     assert _run([_cmd(1, None), _cmd(2, 5), _cmd(3, 5), _cmd(5, 5, fire=True)]) == []
     # Not an entry: weapon not ready, trigger held before, or already on that player.
@@ -57,6 +60,7 @@ def test_contacts_left_unshot_broken_or_too_long_give_nothing() -> None:
 def test_ranges_may_overlap() -> None:
     assert in_ranges(6) == tuple(lo <= 6 <= hi for lo, hi in DELAY_RANGES)
     assert in_ranges(6, ((5, 7), (5, 10), (8, 16))) == (True, True, False)
+    assert in_ranges(None, ((5, 7), (5, 10))) == (False, False)
     assert not any(in_ranges(1)) and not any(in_ranges(17))
 
 

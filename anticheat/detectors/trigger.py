@@ -62,22 +62,25 @@ Kind (detector ``trigger``):
   one per 1,000 player-hours near 13: h = 16 is the larger of the two with a margin.
   Opportunities of players whose link is skipped are not judged, as for shots.
 - ``delay``: one of a bank of CUSUMs, one per delay range of ``DELAY_RANGES``, reached
-  ``delay_threshold``: the player's first shots on contacts (``trigger_delays``: commands from the
-  crosshair coming onto a player to the first FIRE) have fallen in one narrow range far more
-  often than any honest skill's, the mark of a triggerbot with a reaction delay (which
-  ``on_target`` and ``takes`` do not see: its shots are not on first contact, and it lets pass
-  every contact shorter than its delay). Measured on ``lab/trig1`` (``referee lab delays``):
-  honest players fire 50 % of their first shots on the contact's first command and another 26 % on
-  the next; no skill puts more than 9 % of them (per band) in 5-7 commands, or 4 % in any later
-  3-command range, while a bot with a fixed delay puts 80-86 % of them on one command and one
-  with a delay drawn from 60-180 ms 86 % within 5-10 commands (``lab/trigd0``). ``DELAY_LLR`` contrasts a share of 0.9 in the range
-  with the highest honest skill's. The threshold comes from the bound that holds for any player
-  whose shares are no higher than those (each step's likelihood ratio then has mean at most 1):
-  at most exp(-h) alarms per judged first shot and CUSUM. With 7 CUSUMs and at most 1,000 first
-  shots an hour (an honest pro: 670-980) that is one false alarm per 1,000 player-hours at h = 16
-  (ln 7e6 = 15.8). The measured honest peaks on ``lab/trig1`` stay far below (highest 10.1 of 120
-  player-matches). A player who holds fire lends no evidence either way, so a cautious human is
-  not suspect for waiting; one whose reaction times varied by under a command would be.
+  ``delay_threshold``: the player's trigger pulls (``trigger_delays``: the first shot on each
+  crosshair contact, with the commands from the crosshair coming onto a player to FIRE, and the
+  pulls with the crosshair on nobody) have fallen in one narrow delay range far more often than any
+  honest skill's, the mark of a triggerbot with a reaction delay (which ``on_target`` and
+  ``takes`` do not see: its shots are not on first contact, and it lets pass every contact
+  shorter than its delay). Measured on ``lab/trig1`` (``referee lab delays``): 36-69 % of an
+  honest player's pulls are off target, most of the rest come within a command of the contact,
+  and no skill puts more than 4 % of its pulls (per band) in 5-7 commands, or 3 % in any later
+  3-command range; a bot with a fixed delay puts 80-94 % of them on one command and none off
+  target, one with a delay drawn from 60-180 ms most of them within 5-10 commands
+  (``lab/trigd0``). ``DELAY_LLR`` contrasts a share of 0.9 in the range with the highest honest
+  skill's (at least 3 %). The threshold comes from the bound that holds for any player whose
+  shares are no higher than those (each step's likelihood ratio then has mean at most 1): at most
+  exp(-h) alarms per judged pull and CUSUM. With 7 CUSUMs and at most 1,300 pulls an hour (an
+  honest pro: 1,260) that is about one false alarm per 1,000 player-hours at h = 16. The measured
+  honest peaks stay far below it (``lab/trig1``: highest 10.5 of 120 player-matches, 3 reached 8). A player
+  who holds fire lends no evidence either way, so a cautious human is not suspect for waiting;
+  one whose reaction times varied by under a command, and who never missed, would be. A
+  triggerbot whose user also fires by hand dilutes its pulls with the human's.
 
 Only pellet 0 is judged; shots of weapons on the skip list, or by players whose link is bad, are
 not observed (they still count as the previous shot of the next one).
@@ -134,15 +137,15 @@ that takes the most: ln((1 - t) / (1 - h)) and ln(t / h), t and h measured on ``
 (``referee lab takes``)."""
 
 DELAY_LLR: tuple[tuple[tuple[float, float], ...], ...] = (
-    ((-1.97, 1.17), (-2.20, 2.26), (-2.27, 3.29), (-2.27, 3.40), (-2.27, 3.40), (-2.18, 2.04), (-2.22, 2.47)),
-    ((-2.05, 1.40), (-2.23, 2.58), (-2.27, 3.25), (-2.27, 3.40), (-2.27, 3.40), (-2.19, 2.18), (-2.25, 2.79)),
-    ((-2.09, 1.55), (-2.23, 2.54), (-2.27, 3.40), (-2.27, 3.40), (-2.27, 3.40), (-2.21, 2.29), (-2.27, 3.20)),
-    ((-2.18, 2.02), (-2.27, 3.40), (-2.27, 3.40), (-2.27, 3.40), (-2.27, 3.40), (-2.27, 3.40), (-2.27, 3.40)),
+    ((-2.20, 2.23), (-2.27, 3.23), (-2.27, 3.40), (-2.27, 3.40), (-2.27, 3.40), (-2.26, 3.00), (-2.27, 3.40)),
+    ((-2.19, 2.12), (-2.26, 3.16), (-2.27, 3.40), (-2.27, 3.40), (-2.27, 3.40), (-2.24, 2.76), (-2.27, 3.37)),
+    ((-2.19, 2.09), (-2.26, 3.09), (-2.27, 3.40), (-2.27, 3.40), (-2.27, 3.40), (-2.25, 2.83), (-2.27, 3.40)),
+    ((-2.23, 2.54), (-2.27, 3.40), (-2.27, 3.40), (-2.27, 3.40), (-2.27, 3.40), (-2.27, 3.40), (-2.27, 3.40)),
 )
-"""Per range band, per delay range of ``DELAY_RANGES``, the log-likelihood ratio of a first shot on
-a contact outside and inside the range: a triggerbot delayed into the range (``CHEAT_SHARE`` 0.9 of
-its first shots there) against the honest skill with the most first shots there (measured on
-``lab/trig1``, ``referee lab delays``)."""
+"""Per range band, per delay range of ``DELAY_RANGES``, the log-likelihood ratio of a trigger pull
+(``trigger_delays``) outside and inside the range: a triggerbot delayed into the range
+(``testbed.lab.delays.CHEAT_SHARE``: 0.9 of its pulls there) against the honest skill with the
+most pulls there (measured on ``lab/trig1``, ``referee lab delays``)."""
 
 _WEAPON_INTERVAL_S = {int(w): spec.fire_interval_s for w, spec in WEAPONS.items()}
 

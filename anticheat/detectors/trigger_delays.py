@@ -12,9 +12,11 @@ contact.
 before) while the probed crosshair stays on that player, and resolves it at the first FIRE: a
 ``FirstFire`` with the delay in commands. FIRE on the command right after the entry counts as
 delay 1 even if the crosshair has left (as for a take). Contacts left without a shot, broken by a
-missing command, or longer than ``MAX_DELAY_COMMANDS`` resolve to nothing: the statistic is the
-distribution of delays among the contacts a player chose to shoot, so a player who holds fire is
-not evidence of anything.
+missing command, or longer than ``MAX_DELAY_COMMANDS`` resolve to nothing. A trigger pull with
+the crosshair on nobody (FIRE pressed, not held on the command before, weapon ready) is a
+``FirstFire`` too, with no target and no delay: a human's misses, which a triggerbot never makes.
+The statistic is the distribution of the player's trigger pulls over these outcomes, so a player
+who holds fire is not evidence of anything.
 """
 
 from __future__ import annotations
@@ -69,7 +71,8 @@ class DelayTracker:
         self._age = 0  # commands since the entry
 
     def feed(self, sample: AimSample) -> FirstFire | None:
-        """The contact this command resolves with a shot, if any."""
+        """The trigger pull this command resolves, if any: a contact's first shot, or a pull off
+        target."""
         prev, entry = self._prev, self._entry
         self._prev = sample
         consecutive = prev is not None and sample.seq == prev.seq + 1
@@ -84,8 +87,13 @@ class DelayTracker:
                     self._entry, self._age = entry, age
                     return None
         target = sample.crosshair_target
-        if (target is None or not sample.fire_ready or not consecutive or prev is None
-                or prev.crosshair_target == target or prev.buttons & _FIRE):
+        if not sample.fire_ready or not consecutive or prev is None or prev.buttons & _FIRE:
+            return None
+        if target is None:
+            if fire:
+                return FirstFire(sample.player, sample.time_s, None, sample.target_distance_m, None)
+            return None
+        if prev.crosshair_target == target:
             return None
         if fire:
             return _first_fire(sample, 0)
@@ -98,6 +106,8 @@ def _first_fire(entry: AimSample, delay: int) -> FirstFire:
     return FirstFire(entry.player, entry.time_s, entry.crosshair_target, entry.target_distance_m, delay)
 
 
-def in_ranges(delay_commands: int, ranges: tuple[tuple[int, int], ...] = DELAY_RANGES) -> tuple[bool, ...]:
-    """For each range (they may overlap), whether it holds the delay (commands)."""
+def in_ranges(delay_commands: int | None, ranges: tuple[tuple[int, int], ...] = DELAY_RANGES) -> tuple[bool, ...]:
+    """For each range (they may overlap), whether it holds the delay (commands; None: none does)."""
+    if delay_commands is None:
+        return (False,) * len(ranges)
     return tuple(lo <= delay_commands <= hi for lo, hi in ranges)

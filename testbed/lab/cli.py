@@ -822,24 +822,25 @@ def _delays(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     m = measure_delays(_pooled(args.dirs, corpus_first_fires, args.jobs, err), TriggerConfig().delay_threshold)
     if not any(c[:, 0].sum() for c in m.counts.values()):
-        raise LabError(f"no first shots on crosshair contacts in {', '.join(args.dirs)}: recorded before the "
-                       "crosshair probe?")
+        raise LabError(f"no trigger pulls in {', '.join(args.dirs)}: recorded before the crosshair probe?")
     if args.json:
         out.write(json.dumps({"dirs": args.dirs, "ranges": DELAY_RANGES, **m.to_json()}) + "\n")
         return 0
     console = Console(file=out, width=80)
-    console.print(f"First shots on crosshair contacts (tb: triggerbot): {', '.join(args.dirs)}")
+    console.print(f"Trigger pulls: first shots on crosshair contacts, and off target: {', '.join(args.dirs)}")
+    console.print("(rows: honest skills, then the triggerbots, tb)")
     for band in range(len(m.table)):
-        t = Table(title=f"band {band_label(band)}: share of first shots per delay range (commands)",
-                  title_justify="left")
+        t = Table(title=f"band {band_label(band)}: share of trigger pulls off target and per delay "
+                  "range (commands)", title_justify="left")
         t.add_column("stratum", no_wrap=True)
         t.add_column("n", justify="right")
+        t.add_column("off", justify="right")
         for lo, hi in DELAY_RANGES:
             t.add_column(f"{lo}-{hi}", justify="right")
         for stratum in sorted(m.counts, key=lambda s: (not s.startswith("honest:"), s)):
             c = m.counts[stratum][band]
             if c[0]:
-                t.add_row(stratum.replace("triggerbot", "tb")[:18], str(c[0]),
+                t.add_row(stratum.removeprefix("honest:").replace("triggerbot", "tb")[:14], str(c[0]),
                           *(f"{x / c[0]:.2f}" for x in c[1:]))
         console.print(t)
     console.print("DELAY_LLR per band and range (columns as above), outside then inside:")

@@ -43,8 +43,9 @@ CHEAT_PREFIX = "triggerbot"
 """Strata whose alarm times are reported: the triggerbot profile and its labelled variants."""
 
 
-def stream_first_fires(events: Iterable[object]) -> Iterator[tuple[str, float, int, int]]:
-    """``(name, time_s, band, delay_commands)`` of every judged first shot of an event stream."""
+def stream_first_fires(events: Iterable[object]) -> Iterator[tuple[str, float, int, int | None]]:
+    """``(name, time_s, band, delay_commands)`` of every judged trigger pull of an event stream
+    (delay None: off target)."""
     skip = SkipBook()
     names: dict[int, str] = {}
     trackers: dict[int, DelayTracker] = {}
@@ -66,20 +67,20 @@ def stream_first_fires(events: Iterable[object]) -> Iterator[tuple[str, float, i
                 names[event.player] = event.name
 
 
-def _match_first_fires(job: tuple[int, str, bytes]) -> list[tuple[str, float, int, int]]:
+def _match_first_fires(job: tuple[int, str, bytes]) -> list[tuple[str, float, int, int | None]]:
     return list(stream_first_fires(stream_events(*job)))
 
 
 @dataclass(frozen=True, slots=True)
 class PlayerFirstFires:
-    """One player-match's first shots on contacts: its stratum, play time (s) and (time since join
-    s, band, delay in commands) in order."""
+    """One player-match's trigger pulls: its stratum, play time (s) and (time since join s, band,
+    delay in commands or None off target) in order."""
 
     stratum: str
     match_id: int
     name: str
     play_s: float
-    rows: tuple[tuple[float, int, int], ...]
+    rows: tuple[tuple[float, int, int | None], ...]
 
 
 def corpus_first_fires(store: LabStore, *, jobs: int = 1,
@@ -88,7 +89,7 @@ def corpus_first_fires(store: LabStore, *, jobs: int = 1,
     info = {(int(m), str(n)): (str(p) if c else HONEST_PREFIX + str(s), float(j or 0.0), float(pl or 0.0))
             for m, n, p, c, s, j, pl in
             store.con.execute("SELECT match_id, name, profile, cheat, skill, join_s, play_s FROM players").fetchall()}
-    rows: dict[tuple[int, str], list[tuple[float, int, int]]] = {key: [] for key in info}
+    rows: dict[tuple[int, str], list[tuple[float, int, int | None]]] = {key: [] for key in info}
     for match_id, found in map_streams(store, _match_first_fires, jobs=jobs, on_match=on_match):
         for name, time_s, band, delay in found:
             key = (match_id, name)
@@ -99,35 +100,37 @@ def corpus_first_fires(store: LabStore, *, jobs: int = 1,
 
 def delay_counts(players: Sequence[PlayerFirstFires],
                  ranges: tuple[tuple[int, int], ...] = DELAY_RANGES) -> dict[str, np.ndarray]:
-    """Per stratum, (BANDS, 1 + len(ranges)) counts: first shots per band, then those in each range."""
+    """Per stratum, (BANDS, 2 + len(ranges)) counts per band: trigger pulls, those off target, then
+    those in each delay range."""
     out: dict[str, np.ndarray] = {}
     for p in players:
-        counts = out.setdefault(p.stratum, np.zeros((BANDS, 1 + len(ranges)), dtype=np.int64))
+        counts = out.setdefault(p.stratum, np.zeros((BANDS, 2 + len(ranges)), dtype=np.int64))
         for _, band, delay in p.rows:
             counts[band, 0] += 1
-            counts[band, 1:] += in_ranges(delay, ranges)
+            counts[band, 1] += delay is None
+            counts[band, 2:] += in_ranges(delay, ranges)
     return out
 
 
 def delay_llr_table(counts: dict[str, np.ndarray], cheat_share: float = CHEAT_SHARE,
                     floor: float = HONEST_FLOOR) -> tuple[tuple[tuple[float, float], ...], ...] | None:
     """Per band, per delay range (ln((1 - q) / (1 - h)), ln(q / h)): q = ``cheat_share``, h the
-    highest honest skill's share of first shots in the range (at least ``floor``); None when a band
-    has no honest first shots."""
+    highest honest skill's share of trigger pulls in the range (at least ``floor``); None when a
+    band has no honest trigger pulls."""
     out = []
     for band in range(BANDS):
         honest = [c[band] for s, c in counts.items() if s.startswith(HONEST_PREFIX) and c[band, 0]]
         if not honest:
             return None
         row = []
-        for r in range(honest[0].shape[0] - 1):
-            h = min(max(max(c[1 + r] / c[0] for c in honest), floor), cheat_share)
+        for r in range(honest[0].shape[0] - 2):
+            h = min(max(max(c[2 + r] / c[0] for c in honest), floor), cheat_share)
             row.append((round(math.log((1 - cheat_share) / (1 - h)), 2), round(math.log(cheat_share / h), 2)))
         out.append(tuple(row))
     return tuple(out)
 
 
-def run_bank(rows: Sequence[tuple[float, int, int]], table: Sequence[Sequence[Sequence[float]]],
+def run_bank(rows: Sequence[tuple[float, int, int | None]], table: Sequence[Sequence[Sequence[float]]],
              threshold: float, ranges: tuple[tuple[int, int], ...] = DELAY_RANGES) -> tuple[float, float | None]:
     """(peak, first time s any CUSUM of the bank reached ``threshold`` or None) of one player."""
     s = [0.0] * len(ranges)
@@ -147,7 +150,8 @@ class DelayMeasurement:
     """``measure_delays``'s result.
 
     Attributes:
-        counts: per stratum, (BANDS, 1 + ranges) first shots and those per delay range.
+        counts: per stratum, (BANDS, 2 + ranges) trigger pulls, those off target, and those per
+            delay range.
         measured: the table ``delay_llr_table`` gives (None: a band lacks data). table: the table
             the bank ran with (``DELAY_LLR``). threshold: its alarm level. honest_hours,
             honest_peaks: honest play (h) and each honest player-match's highest peak.
