@@ -280,9 +280,9 @@ def recoil_honest(det: Any) -> None:
     skip = recoil_t.book()
     recoil_t.spray(det, skip, 400, report_scale=1.0)
     recoil_t.spray(det, skip, 400, report_scale=0.9, start=1000)
-    recoil_t.spray(det, skip, 20, report_scale=0.0, start=2000)  # a bad spell, then a new life
+    recoil_t.spray(det, skip, 8, report_scale=0.0, start=2000)  # a bad spell, then a new life
     det.on_spawn(SpawnEvent(player=1, tick=2100, time_s=2100 / 64.0), skip)
-    recoil_t.spray(det, skip, 20, report_scale=0.0, start=2200)
+    recoil_t.spray(det, skip, 8, report_scale=0.0, start=2200)
 
 
 def trigger_pattern(pattern: str) -> Callable[[Any], None]:
@@ -632,10 +632,10 @@ def test_fire_and_movement_scores_are_the_fullest_window() -> None:
 def test_recoil_score_counts_mismatches_in_a_full_ring() -> None:
     det = RecoilDetector()
     skip = recoil_t.book()
-    recoil_t.spray(det, skip, 20, report_scale=0.0)  # 19 judged (not the firing command), all bad
-    assert det.scores(1) == {"recoil_report": 0.0}  # the check needs 32 judged commands
-    recoil_t.spray(det, skip, 40, report_scale=1.0, start=21)
-    assert det.scores(1) == {"recoil_report": pytest.approx(19 / 24)}  # the ring has slid past them since
+    recoil_t.spray(det, skip, 8, report_scale=0.0)  # 7 judged (not the firing command), all bad
+    assert det.scores(1) == {"recoil_report": 0.0}  # the check needs 12 judged commands
+    recoil_t.spray(det, skip, 40, report_scale=1.0, start=9)
+    assert det.scores(1) == {"recoil_report": pytest.approx(7 / 9)}  # the ring has slid past them since
 
 
 def test_trigger_llr_is_the_cusum_peak_over_h_and_kept_after_misses() -> None:
