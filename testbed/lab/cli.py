@@ -814,6 +814,7 @@ def _delays(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     import math
 
     import numpy as np
+    from rich import box
 
     from anticheat.detectors.trigger import TriggerConfig
     from anticheat.detectors.trigger_delays import DELAY_RANGES
@@ -831,7 +832,7 @@ def _delays(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     console.print("(rows: honest skills, then the triggerbots, tb)")
     for band in range(len(m.table)):
         t = Table(title=f"band {band_label(band)}: share of trigger pulls off target and per delay "
-                  "range (commands)", title_justify="left")
+                  "range (commands)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
         t.add_column("stratum", no_wrap=True)
         t.add_column("n", justify="right")
         t.add_column("off", justify="right")
