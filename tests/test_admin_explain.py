@@ -34,6 +34,6 @@ def test_backtrack_and_takes_say_which_evidence_decided() -> None:
     assert "5 of the last 8" in latency and "450 ms" in latency
     takes = explain("trigger", "takes", 0.9, {"taken": 18, "opportunities": 20})
     assert "18 of 20 times (90%)" in takes
-    delay = explain("trigger", "delay", 0.8, {"in_range": 8, "first_shots": 10, "range_commands": [5, 7]})
-    assert "78-109 ms" in delay and "8 of 10 contacts (80%)" in delay
-    assert "a fixed time" in explain("trigger", "delay", 0.8, {"in_range": 8, "first_shots": 10})
+    delay = explain("trigger", "delay", 0.8, {"in_range": 8, "pulls": 10, "range_commands": [5, 7]})
+    assert "78-109 ms" in delay and "8 of 10 times (80%)" in delay
+    assert "a fixed time" in explain("trigger", "delay", 0.8, {"in_range": 8, "pulls": 10})

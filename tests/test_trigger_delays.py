@@ -72,7 +72,7 @@ def test_a_fixed_delay_raises_delay_and_an_honest_spread_does_not() -> None:
     r57 = DELAY_RANGES.index((5, 7))
     need = math.ceil(h / DELAY_LLR[0][r57][1])
     assert found and found[0].kind == "delay"
-    assert found[0].evidence["in_range"] == need == found[0].evidence["first_shots"]
+    assert found[0].evidence["in_range"] == need == found[0].evidence["pulls"]
     assert found[0].evidence["range_commands"] == [5, 7] and found[0].reason == f"Delay-5-7-{need}/{need}"
     assert det.scores(1)["delay"] >= 1.0
     # An honest spread (half on arrival, a quarter a command later, the rest spread to 16 commands),

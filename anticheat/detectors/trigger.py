@@ -67,12 +67,13 @@ Kind (detector ``trigger``):
   pulls with the crosshair on nobody) have fallen in one narrow delay range far more often than any
   honest skill's, the mark of a triggerbot with a reaction delay (which ``on_target`` and
   ``takes`` do not see: its shots are not on first contact, and it lets pass every contact
-  shorter than its delay). Measured on ``lab/trig1`` (``referee lab delays``): 36-69 % of an
-  honest player's pulls are off target, most of the rest come within a command of the contact,
-  and no skill puts more than 4 % of its pulls (per band) in 5-7 commands, or 3 % in any later
-  3-command range; a bot with a fixed delay puts 80-94 % of them on one command and none off
-  target, one with a delay drawn from 60-180 ms most of them within 5-10 commands
-  (``lab/trigd0``). ``DELAY_LLR`` contrasts a share of 0.9 in the range with the highest honest
+  shorter than its delay). Measured on ``lab/trig1`` (``referee lab delays``): 41-79 % of an
+  honest player's pulls are off target (per skill and band), most of the rest come within a
+  command of the contact, and no skill puts more than 4 % of its pulls in 5-7 commands, or 3 % in
+  any later 3-command range; a bot with a fixed delay puts 71-94 % of them in the range holding
+  its delay, one with a delay drawn from 60-180 ms most of them within 5-10 commands, and 0-23 %
+  of a delayed bot's pulls read as off target, where the server's probe and the bot's own ray
+  disagree (``lab/trigd0``). ``DELAY_LLR`` contrasts a share of 0.9 in the range with the highest honest
   skill's (at least 3 %). The threshold comes from the bound that holds for any player whose
   shares are no higher than those (each step's likelihood ratio then has mean at most 1): at most
   exp(-h) alarms per judged pull and CUSUM. With 7 CUSUMs and at most 1,300 pulls an hour (an
@@ -224,7 +225,7 @@ class _Player:
     taken: int = 0
     delays: list[float] = field(default_factory=lambda: [0.0] * len(DELAY_RANGES))
     delay_peak: float = 0.0
-    first_fires: int = 0
+    pulls: int = 0
     in_range: list[int] = field(default_factory=lambda: [0] * len(DELAY_RANGES))
 
 
@@ -295,7 +296,7 @@ class TriggerDetector(Detector):
         st = self._players.get(first.player)
         if st is None:
             st = self._players[first.player] = _Player()
-        st.first_fires += 1
+        st.pulls += 1
         row = DELAY_LLR[range_band(first.distance_m)]
         h = self.config.delay_threshold
         alarm = None
@@ -307,17 +308,17 @@ class TriggerDetector(Detector):
                 alarm = r
         if alarm is None:
             return []
-        n, inside, peak = st.first_fires, st.in_range[alarm], st.delays[alarm]
+        n, inside, peak = st.pulls, st.in_range[alarm], st.delays[alarm]
         lo, hi = DELAY_RANGES[alarm]
         st.delays = [0.0] * len(DELAY_RANGES)
         st.in_range = [0] * len(DELAY_RANGES)
-        st.first_fires = 0
-        log.info("trigger: player %d fired %d of %d first shots %d-%d commands into the contact",
+        st.pulls = 0
+        log.info("trigger: player %d pulled the trigger %d of %d times %d-%d commands into a contact",
                  first.player, inside, n, lo, hi)
         return [Detection(player=first.player, tick=sample.tick, time_s=sample.time_s, detector=self.name,
                           kind="delay", value=inside / n, severity=self.config.severity,
                           reason=f"Delay-{lo}-{hi}-{inside}/{n}",
-                          evidence={"in_range": inside, "first_shots": n, "range_commands": [lo, hi],
+                          evidence={"in_range": inside, "pulls": n, "range_commands": [lo, hi],
                                     "cusum": peak, "threshold": h})]
 
     def _judge_opportunity(self, opp: Opportunity, sample: AimSample, skip: SkipBook) -> list[Detection]:

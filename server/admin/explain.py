@@ -92,9 +92,10 @@ EXPLANATIONS: dict[str, Sentence] = {
         f"{ev.get('opportunities', '?')} times ({v * 100:.0f}%); people let most such moments pass. A triggerbot "
         "takes them all."),
     "trigger:delay": lambda v, ev: (
-        f"Fired its first shot {_range_ms(ev.get('range_commands'))} after the crosshair touched a player in "
-        f"{ev.get('in_range', '?')} of {ev.get('first_shots', '?')} contacts ({v * 100:.0f}%); a person's reaction "
-        "time varies far more from one contact to the next. A triggerbot set to a reaction delay fires at it."),
+        f"Pulled the trigger {_range_ms(ev.get('range_commands'))} after the crosshair touched a player "
+        f"{ev.get('in_range', '?')} of {ev.get('pulls', '?')} times ({v * 100:.0f}%), and hardly ever missed; a "
+        "person's reaction time varies far more from one contact to the next. A triggerbot set to a reaction "
+        "delay fires at it."),
     "aimsnap:locked_flick": lambda v, ev: (
         f"The view jumped {_num(ev, 'turn_deg'):.0f} degrees in a single command and landed "
         f"{_num(ev, 'on_target_deg'):.1f} degrees from an enemy, {ev.get('flicks_in_window', '?')} times within "

@@ -85,7 +85,7 @@ class PlayerFirstFires:
 
 def corpus_first_fires(store: LabStore, *, jobs: int = 1,
                        on_match: Callable[[int, int], object] | None = None) -> list[PlayerFirstFires]:
-    """Every labelled player-match's first shots (players without any included)."""
+    """Every labelled player-match's trigger pulls (players without any included)."""
     info = {(int(m), str(n)): (str(p) if c else HONEST_PREFIX + str(s), float(j or 0.0), float(pl or 0.0))
             for m, n, p, c, s, j, pl in
             store.con.execute("SELECT match_id, name, profile, cheat, skill, join_s, play_s FROM players").fetchall()}
