@@ -4,10 +4,11 @@ peaks (``referee lab delays``).
 Every stream is walked as the live detector sees it (``ConnectionSample`` into the ``SkipBook``,
 each ``AimSample`` through a ``DelayTracker``, a skipped link's pulls left out); each trigger pull
 (a contact's first shot, or a pull off target) is counted per stratum (``honest:<skill>`` or the
-cheat profile's label), range band and delay range. The table: per band and delay range, the share of pulls in the range
-for a delayed triggerbot (``CHEAT_SHARE``: a bot set to a delay in the range fires there on every
-contact it shoots, less a margin for commands the server's rewind and the bot's own view disagree
-on; fixed, so that no bot of ours sets it) against the honest skill that has the most there. The
+cheat profile's label), range band and delay range. The table: per band and delay range, the
+share of pulls in the range for a delayed triggerbot (``CHEAT_SHARE``: a bot set to a delay in
+the range fires there on every contact it shoots, less a margin for commands the server's rewind
+and the bot's own view disagree on; fixed, so that no bot of ours sets it) against the honest
+skill that has the most there. The
 bank of CUSUMs (one per delay range) is then run over every player-match: honest peaks (the
 highest of the bank; their tail sets the threshold) and each triggerbot's time to reach it.
 """
