@@ -28,6 +28,7 @@ from anticheat.events import AimSample, ConnectionSample, SessionEvent
 from anticheat.skip import SkipBook
 from testbed.lab.store import LabStore
 from testbed.lab.stream_map import map_streams, stream_events
+from testbed.lab.takes import player_strata
 from testbed.lab.trigger_table import BANDS, HONEST_PREFIX
 
 __all__ = ["CHEAT_SHARE", "DelayMeasurement", "PlayerFirstFires", "corpus_first_fires", "delay_counts",
@@ -87,9 +88,7 @@ class PlayerFirstFires:
 def corpus_first_fires(store: LabStore, *, jobs: int = 1,
                        on_match: Callable[[int, int], object] | None = None) -> list[PlayerFirstFires]:
     """Every labelled player-match's trigger pulls (players without any included)."""
-    info = {(int(m), str(n)): (str(p) if c else HONEST_PREFIX + str(s), float(j or 0.0), float(pl or 0.0))
-            for m, n, p, c, s, j, pl in
-            store.con.execute("SELECT match_id, name, profile, cheat, skill, join_s, play_s FROM players").fetchall()}
+    info = player_strata(store)
     rows: dict[tuple[int, str], list[tuple[float, int, int | None]]] = {key: [] for key in info}
     for match_id, found in map_streams(store, _match_first_fires, jobs=jobs, on_match=on_match):
         for name, time_s, band, delay in found:

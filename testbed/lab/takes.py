@@ -27,7 +27,7 @@ from testbed.lab.store import LabStore
 from testbed.lab.stream_map import map_streams, stream_events
 from testbed.lab.trigger_table import BANDS, HONEST_PREFIX, RATE_FLOOR, TRIGGERBOT_PROFILES
 
-__all__ = ["TakeMeasurement", "corpus_opportunities", "measure_takes", "stream_opportunities", "take_table"]
+__all__ = ["TakeMeasurement", "corpus_opportunities", "measure_takes", "player_strata", "stream_opportunities", "take_table"]
 
 
 def stream_opportunities(events: Iterable[object]) -> Iterator[tuple[str, float, int, bool]]:
@@ -69,12 +69,18 @@ class PlayerOpportunities:
     rows: tuple[tuple[float, int, bool], ...]
 
 
+def player_strata(store: LabStore) -> dict[tuple[int, str], tuple[str, float, float]]:
+    """Per (match, player name): the stratum (``honest:<skill>`` or the cheat profile's label), the
+    join time (s) and the play time (s)."""
+    return {(int(m), str(n)): (str(p) if c else HONEST_PREFIX + str(s), float(j or 0.0), float(pl or 0.0))
+            for m, n, p, c, s, j, pl in
+            store.con.execute("SELECT match_id, name, profile, cheat, skill, join_s, play_s FROM players").fetchall()}
+
+
 def corpus_opportunities(store: LabStore, *, jobs: int = 1,
                          on_match: Callable[[int, int], object] | None = None) -> list[PlayerOpportunities]:
     """Every labelled player-match's opportunities (players without any included)."""
-    info = {(int(m), str(n)): (str(p) if c else HONEST_PREFIX + str(s), float(j or 0.0), float(pl or 0.0))
-            for m, n, p, c, s, j, pl in
-            store.con.execute("SELECT match_id, name, profile, cheat, skill, join_s, play_s FROM players").fetchall()}
+    info = player_strata(store)
     rows: dict[tuple[int, str], list[tuple[float, int, bool]]] = {key: [] for key in info}
     for match_id, found in map_streams(store, _match_opportunities, jobs=jobs, on_match=on_match):
         for name, time_s, band, taken in found:
